@@ -1,0 +1,65 @@
+/**
+ * POST /v1/allocations — the first step of ADD. Idempotent per (network, containerId, ifName): a repeated
+ * request returns the same plan (same addresses, same devices, same generation) until the attachment is
+ * released.
+ */
+import * as z from 'zod/mini';
+import { DelegatedNicsRequestSchema } from '../cni/config';
+import { IfNameSchema } from '../cni/validate';
+import { AssignedAddressSchema, AttachmentKeySchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
+
+export const AllocateRequestSchema = z.extend(AttachmentKeySchema, {
+  /** CNI_NETNS: stored so DEL and the reconciler can find the pod's namespace without the runtime. */
+  netns: z.string().check(z.minLength(1), z.maxLength(4096)),
+  pod: z.optional(PodRefSchema),
+  delegatedNICs: z.optional(DelegatedNicsRequestSchema),
+});
+export type AllocateRequest = z.infer<typeof AllocateRequestSchema>;
+
+/** The InfraNIC of the plan: a routed veth pair. */
+export const InfraNicPlanSchema = z.strictObject({
+  nicType: z.literal('InfraNIC'),
+  ifName: IfNameSchema,
+  endpointId: z.string(),
+  /** Deterministic from (containerId, ifName), so DEL finds it even when ADD died before commit. */
+  hostVethName: IfNameSchema,
+  /** The fixed MAC of every host veth; the pod's gateway neighbour entry points at it. */
+  hostVethMac: MacSchema,
+  addresses: z.array(AssignedAddressSchema),
+  routes: z.array(PodRouteSchema),
+  mtu: z.optional(z.number().check(z.int())),
+});
+export type InfraNicPlan = z.infer<typeof InfraNicPlanSchema>;
+
+/** A DelegatedNIC of the plan: a host device to move into the pod. */
+export const DelegatedNicPlanSchema = z.strictObject({
+  nicType: z.literal('DelegatedNIC'),
+  ifName: IfNameSchema,
+  endpointId: z.string(),
+  /** The device's MAC: how the shim finds it on the host. */
+  mac: MacSchema,
+  /** Its name on the host, restored on DEL. */
+  hostIfName: IfNameSchema,
+  addresses: z.array(AssignedAddressSchema),
+  routes: z.array(PodRouteSchema),
+});
+export type DelegatedNicPlan = z.infer<typeof DelegatedNicPlanSchema>;
+
+export const NicPlanSchema = z.discriminatedUnion('nicType', [InfraNicPlanSchema, DelegatedNicPlanSchema]);
+export type NicPlan = z.infer<typeof NicPlanSchema>;
+
+export const AllocationSchema = z.extend(AttachmentKeySchema, {
+  /** Grows every time the attachment is allocated anew; commit must quote it. */
+  generation: z.number().check(z.int(), z.positive()),
+  /** InfraNIC first, then delegated NICs in ifName order. */
+  nics: z.array(NicPlanSchema),
+  dns: z.optional(
+    z.strictObject({
+      nameservers: z.optional(z.array(z.string())),
+      domain: z.optional(z.string()),
+      search: z.optional(z.array(z.string())),
+      options: z.optional(z.array(z.string())),
+    }),
+  ),
+});
+export type Allocation = z.infer<typeof AllocationSchema>;

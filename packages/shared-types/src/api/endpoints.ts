@@ -1,0 +1,76 @@
+/**
+ * Endpoint state: one record per pod interface, keyed by (containerId, ifName). PUT commits what only
+ * the shim knows after building the NICs; GET returns every interface of a container; DELETE releases an
+ * attachment's addresses and state in one transaction.
+ */
+import * as z from 'zod/mini';
+import { IfNameSchema, NetworkNameSchema } from '../cni/validate';
+import { SupportedNicTypeSchema } from '../nic';
+import { AssignedAddressSchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
+
+/** What the shim reports for one NIC it built. */
+export const BuiltNicSchema = z.strictObject({
+  ifName: IfNameSchema,
+  /** The MAC the interface has inside the pod. */
+  mac: MacSchema,
+  /** The container-side ifindex, read after the final move into the pod. */
+  containerIfIndex: z.number().check(z.int(), z.positive()),
+});
+export type BuiltNic = z.infer<typeof BuiltNicSchema>;
+
+export const CommitRequestSchema = z.strictObject({
+  network: NetworkNameSchema,
+  /** The attachment's CNI_IFNAME. */
+  ifName: IfNameSchema,
+  generation: z.number().check(z.int(), z.positive()),
+  nics: z.array(BuiltNicSchema).check(z.minLength(1)),
+});
+export type CommitRequest = z.infer<typeof CommitRequestSchema>;
+
+export const InterfaceStateSchema = z.enum(['allocated', 'committed']);
+
+/** One interface of a pod as ferryd stores it. */
+export const InterfaceRecordSchema = z.strictObject({
+  containerId: z.string(),
+  ifName: IfNameSchema,
+  endpointId: z.string(),
+  nicType: SupportedNicTypeSchema,
+  network: NetworkNameSchema,
+  /** CNI_IFNAME of the attachment that created this interface (its InfraNIC's name). */
+  attachmentIfName: IfNameSchema,
+  netns: z.string(),
+  pod: PodRefSchema,
+  state: InterfaceStateSchema,
+  generation: z.number().check(z.int()),
+  addresses: z.array(AssignedAddressSchema),
+  routes: z.array(PodRouteSchema),
+  mac: z.optional(MacSchema),
+  containerIfIndex: z.optional(z.number().check(z.int())),
+  hostVethName: z.optional(IfNameSchema),
+  /** DelegatedNIC: the device's name on the host. */
+  hostIfName: z.optional(IfNameSchema),
+  /** DelegatedNIC: the device's MAC on the host (the inventory key). */
+  deviceMac: z.optional(MacSchema),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type InterfaceRecord = z.infer<typeof InterfaceRecordSchema>;
+
+export const EndpointSchema = z.strictObject({
+  containerId: z.string(),
+  interfaces: z.array(InterfaceRecordSchema),
+});
+export type Endpoint = z.infer<typeof EndpointSchema>;
+
+/** Query of DELETE /v1/endpoints/{containerId}: which attachment to release. */
+export const ReleaseQuerySchema = z.strictObject({
+  network: NetworkNameSchema,
+  ifName: IfNameSchema,
+});
+export type ReleaseQuery = z.infer<typeof ReleaseQuerySchema>;
+
+export const ReleaseResultSchema = z.strictObject({
+  /** Interfaces whose state was deleted (empty when nothing was stored: release is idempotent). */
+  released: z.array(InterfaceRecordSchema),
+});
+export type ReleaseResult = z.infer<typeof ReleaseResultSchema>;

@@ -1,0 +1,68 @@
+/** The operator API: read state, pool usage and per-address state; force-delete endpoints; reconcile. */
+import * as z from 'zod/mini';
+import { NetworkNameSchema } from '../cni/validate';
+import { SupportedNicTypeSchema } from '../nic';
+import { FamilySchema } from './common';
+import { EndpointSchema } from './endpoints';
+
+export const EndpointListQuerySchema = z.strictObject({
+  namespace: z.optional(z.string()),
+  pod: z.optional(z.string()),
+  network: z.optional(NetworkNameSchema),
+  nicType: z.optional(SupportedNicTypeSchema),
+});
+export type EndpointListQuery = z.infer<typeof EndpointListQuerySchema>;
+
+export const EndpointListSchema = z.strictObject({ endpoints: z.array(EndpointSchema) });
+export type EndpointList = z.infer<typeof EndpointListSchema>;
+
+export const AddressStateSchema = z.enum(['Available', 'Assigned', 'PendingRelease']);
+export type AddressState = z.infer<typeof AddressStateSchema>;
+
+export const PoolUsageSchema = z.strictObject({
+  network: NetworkNameSchema,
+  family: FamilySchema,
+  subnet: z.string(),
+  rangeStart: z.string(),
+  rangeEnd: z.string(),
+  /** Addresses in the range minus exclusions, in decimal (a /64 does not fit a JSON number). */
+  size: z.string(),
+  assigned: z.number().check(z.int()),
+  pendingRelease: z.number().check(z.int()),
+  /** size − assigned − pendingRelease, in decimal. */
+  free: z.string(),
+  cooldownSec: z.number(),
+});
+export type PoolUsage = z.infer<typeof PoolUsageSchema>;
+
+export const PoolListSchema = z.strictObject({ pools: z.array(PoolUsageSchema) });
+
+export const AddressListQuerySchema = z.strictObject({
+  network: z.optional(NetworkNameSchema),
+  state: z.optional(z.enum(['Assigned', 'PendingRelease'])),
+});
+
+/** One address that is not Available (Available addresses are not stored, so a /64 costs nothing). */
+export const AddressRecordSchema = z.strictObject({
+  network: NetworkNameSchema,
+  family: FamilySchema,
+  address: z.string(),
+  state: z.enum(['Assigned', 'PendingRelease']),
+  containerId: z.optional(z.string()),
+  ifName: z.optional(z.string()),
+  /** When it entered this state (ISO 8601). */
+  since: z.string(),
+  /** PendingRelease: when it becomes Available again. */
+  availableAt: z.optional(z.string()),
+});
+export type AddressRecord = z.infer<typeof AddressRecordSchema>;
+
+export const AddressListSchema = z.strictObject({ addresses: z.array(AddressRecordSchema) });
+
+export const ReconcileResultSchema = z.strictObject({
+  /** PendingRelease addresses whose cooldown had passed and became Available. */
+  cooledDown: z.number().check(z.int()),
+  /** Endpoints released because their netns had been gone for longer than the grace period. */
+  staleReleased: z.number().check(z.int()),
+});
+export type ReconcileResult = z.infer<typeof ReconcileResultSchema>;

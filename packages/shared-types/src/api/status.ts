@@ -1,0 +1,27 @@
+/** GET /v1/status and /readyz: whether ferryd can serve ADD for a network. */
+import * as z from 'zod/mini';
+import { NetworkNameSchema } from '../cni/validate';
+import { FamilySchema } from './common';
+
+export const StatusQuerySchema = z.strictObject({ network: NetworkNameSchema });
+
+export const PoolFamilyStatusSchema = z.strictObject({
+  family: FamilySchema,
+  subnet: z.string(),
+  // Approximate above 2^53 (an IPv6 /64); the shim only asks whether it is above zero.
+  free: z.number(),
+});
+
+export const StatusSchema = z.strictObject({
+  ready: z.boolean(),
+  network: NetworkNameSchema,
+  pools: z.array(PoolFamilyStatusSchema),
+});
+export type Status = z.infer<typeof StatusSchema>;
+
+export const ReadinessSchema = z.strictObject({
+  ready: z.boolean(),
+  /** starting | ready | draining */
+  phase: z.enum(['starting', 'ready', 'draining']),
+});
+export type Readiness = z.infer<typeof ReadinessSchema>;

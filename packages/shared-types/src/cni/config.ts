@@ -1,0 +1,91 @@
+/**
+ * The network configuration a plugin receives on stdin (SPEC.md §1 and §3): one plugin's entry of a
+ * conflist, with cniVersion and name filled in by the runtime, plus Ferry's own keys. Unknown keys are
+ * kept and ignored, as the spec asks of plugins.
+ */
+import * as z from 'zod/mini';
+import { NetworkNameSchema } from './validate';
+
+const Int = () => z.number().check(z.int());
+const AbsolutePath = z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));
+
+/** The well-known `dns` key (SPEC.md §1). */
+export const ConfDnsSchema = z.looseObject({
+  nameservers: z.optional(z.array(z.string())),
+  domain: z.optional(z.string()),
+  search: z.optional(z.array(z.string())),
+  options: z.optional(z.array(z.string())),
+});
+
+/** One runtimeConfig.portMappings entry (CONVENTIONS.md). */
+export const PortMappingSchema = z.looseObject({
+  hostPort: Int(),
+  containerPort: Int(),
+  protocol: z.optional(z.string()),
+  hostIP: z.optional(z.string()),
+});
+
+/** runtimeConfig: the capabilities the runtime supplied (CONVENTIONS.md "Well-known Capabilities"). */
+export const RuntimeConfigSchema = z.looseObject({
+  portMappings: z.optional(z.array(PortMappingSchema)),
+  ipRanges: z.optional(z.array(z.array(z.looseObject({ subnet: z.string() })))),
+  bandwidth: z.optional(z.looseObject({})),
+  dns: z.optional(ConfDnsSchema),
+  ips: z.optional(z.array(z.string())),
+  mac: z.optional(z.mac()),
+  infinibandGUID: z.optional(z.string()),
+  deviceID: z.optional(z.string()),
+  aliases: z.optional(z.array(z.string())),
+  cgroupPath: z.optional(z.string()),
+});
+export type RuntimeConfig = z.infer<typeof RuntimeConfigSchema>;
+
+/** One `cni.dev/valid-attachments` entry (GC). */
+export const GcAttachmentSchema = z.looseObject({ containerID: z.string(), ifname: z.string() });
+export type GcAttachment = z.infer<typeof GcAttachmentSchema>;
+
+/** Ask ferryd for delegated NICs of a device group for every pod on this network. */
+export const DelegatedNicsRequestSchema = z.strictObject({
+  group: NetworkNameSchema,
+  count: Int().check(z.minimum(1), z.maximum(16)),
+});
+export type DelegatedNicsRequest = z.infer<typeof DelegatedNicsRequestSchema>;
+
+/** Time limits for talking to ferryd. Defaults live in the shim (see docs/configuration.md). */
+export const DaemonTimeoutsSchema = z.strictObject({
+  /** Connect timeout of one request. */
+  connectMs: z.optional(Int().check(z.minimum(1), z.maximum(60_000))),
+  /** Total deadline of one request, response included. */
+  requestMs: z.optional(Int().check(z.minimum(1), z.maximum(300_000))),
+  /** How long ADD waits for ferryd to become ready before failing with code 11. */
+  addWaitMs: z.optional(Int().check(z.minimum(0), z.maximum(300_000))),
+  /** How long DEL tries ferryd in total before it falls back to the delete queue. */
+  delWaitMs: z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
+});
+export type DaemonTimeouts = z.infer<typeof DaemonTimeoutsSchema>;
+
+/** The network config as ferry-cni receives it on stdin. */
+export const NetConfSchema = z.looseObject({
+  cniVersion: z.string(),
+  name: NetworkNameSchema,
+  type: z.string(),
+  args: z.optional(z.looseObject({})),
+  runtimeConfig: z.optional(RuntimeConfigSchema),
+  prevResult: z.optional(z.nullable(z.looseObject({}))),
+  dns: z.optional(ConfDnsSchema),
+  ipam: z.optional(z.looseObject({ type: z.optional(z.string()) })),
+  ipMasq: z.optional(z.boolean()),
+  // Ferry's keys (DESIGN.md "Entry points").
+  daemonSocket: z.optional(AbsolutePath),
+  logFile: z.optional(AbsolutePath),
+  logLevel: z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])),
+  deleteQueue: z.optional(AbsolutePath),
+  deleteQueueLimit: z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),
+  delegatedNICs: z.optional(DelegatedNicsRequestSchema),
+  mtu: z.optional(Int().check(z.minimum(68), z.maximum(65535))),
+  daemonTimeouts: z.optional(DaemonTimeoutsSchema),
+  // GC (SPEC.md §2 "GC"); libcni sends both names (cni#1101).
+  'cni.dev/valid-attachments': z.optional(z.array(GcAttachmentSchema)),
+  'cni.dev/attachments': z.optional(z.array(GcAttachmentSchema)),
+});
+export type NetConf = z.infer<typeof NetConfSchema>;

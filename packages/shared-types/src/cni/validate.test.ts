@@ -1,0 +1,62 @@
+import { describe, expect, test } from 'vitest';
+import {
+  ContainerIdSchema,
+  containerIdProblem,
+  ifNameProblem,
+  NetworkNameSchema,
+  networkNameProblem,
+} from './validate';
+
+describe('container ID', () => {
+  test.for(['a', '0', 'abc123', 'a_b.c-d', 'f'.repeat(64), 'x'.repeat(255)])('accepts %s', (id) => {
+    expect(containerIdProblem(id)).toBeUndefined();
+    expect(ContainerIdSchema.safeParse(id).success).toBe(true);
+  });
+  test.for([
+    ['', 'is empty'],
+    ['-abc', 'must match'],
+    ['_abc', 'must match'],
+    ['.abc', 'must match'],
+    ['a/b', 'must match'],
+    ['../etc', 'must match'],
+    ['a b', 'must match'],
+    ['a:b', 'must match'],
+    ['é', 'must match'],
+    ['x'.repeat(256), 'longer than 255'],
+  ])('rejects %j (%s)', ([id, why]) => {
+    expect(containerIdProblem(id)).toContain(why);
+    expect(ContainerIdSchema.safeParse(id).success).toBe(false);
+  });
+});
+
+describe('ifName', () => {
+  test.for(['eth0', 'net1', 'a', 'x'.repeat(15), 'eth0.100', 'veth-é'])('accepts %s', (name) => {
+    expect(ifNameProblem(name)).toBeUndefined();
+  });
+  test.for([
+    ['', 'is empty'],
+    ['x'.repeat(16), 'longer than 15 bytes'],
+    // 14 characters but 16 bytes: IFNAMSIZ counts bytes.
+    ['éééé'.padEnd(14, 'x'), 'longer than 15 bytes'],
+    ['.', 'cannot be "."'],
+    ['..', 'cannot be ".."'],
+    ['a/b', 'cannot contain'],
+    ['a:b', 'cannot contain'],
+    ['a b', 'cannot contain'],
+    ['a\tb', 'cannot contain'],
+    ['a\nb', 'cannot contain'],
+  ])('rejects %j (%s)', ([name, why]) => {
+    expect(ifNameProblem(name)).toContain(why);
+  });
+});
+
+describe('network name', () => {
+  test.for(['ferry', 'k8s-pod-network', 'a.b_c'])('accepts %s', (name) => {
+    expect(networkNameProblem(name)).toBeUndefined();
+    expect(NetworkNameSchema.safeParse(name).success).toBe(true);
+  });
+  test.for(['', '../x', 'a/b', '/abs', '.hidden', 'a b', 'net\0'])('rejects %j', (name) => {
+    expect(networkNameProblem(name)).toBeDefined();
+    expect(NetworkNameSchema.safeParse(name).success).toBe(false);
+  });
+});

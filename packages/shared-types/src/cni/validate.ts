@@ -1,0 +1,56 @@
+/**
+ * Validators for the names the CNI spec constrains. They matter beyond the spec: container IDs and
+ * network names reach file names (the delete queue, logs), so anything outside the spec's character
+ * set is refused before it can become a path.
+ */
+import * as z from 'zod/mini';
+
+/** pkg/utils ValidateContainerID: starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
+export const CONTAINER_ID_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
+/** pkg/utils ValidateNetworkName uses the same character set. */
+export const NETWORK_NAME_RE = CONTAINER_ID_RE;
+/** Container IDs are 64 hex chars from containerd/CRI-O; cap them so they stay usable as file names. */
+export const MAX_CONTAINER_ID_LENGTH = 255;
+/** IFNAMSIZ is 16 including the terminating NUL. */
+export const MAX_IFNAME_BYTES = 15;
+
+/** Returns why `id` is not a valid container ID, or undefined when it is. */
+export function containerIdProblem(id: string): string | undefined {
+  if (id === '') return 'is empty';
+  if (id.length > MAX_CONTAINER_ID_LENGTH) return `is longer than ${MAX_CONTAINER_ID_LENGTH} characters`;
+  if (!CONTAINER_ID_RE.test(id)) return 'must match ^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
+  return undefined;
+}
+
+/** Returns why `name` is not a valid interface name (pkg/utils ValidateInterfaceName), or undefined. */
+export function ifNameProblem(name: string): string | undefined {
+  if (name === '') return 'is empty';
+  if (new TextEncoder().encode(name).length > MAX_IFNAME_BYTES) return `is longer than ${MAX_IFNAME_BYTES} bytes`;
+  if (name === '.' || name === '..') return `cannot be "${name}"`;
+  if (/[/:\s]/u.test(name)) return 'cannot contain "/", ":" or whitespace';
+  return undefined;
+}
+
+/** Returns why `name` is not a valid network name, or undefined. */
+export function networkNameProblem(name: string): string | undefined {
+  if (name === '') return 'is empty';
+  if (name.length > MAX_CONTAINER_ID_LENGTH) return `is longer than ${MAX_CONTAINER_ID_LENGTH} characters`;
+  if (!NETWORK_NAME_RE.test(name)) return 'must match ^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
+  return undefined;
+}
+
+function fromProblem(problem: (v: string) => string | undefined) {
+  return z.string().check(
+    z.superRefine((v, ctx) => {
+      const p = problem(v);
+      if (p) ctx.addIssue({ code: 'custom', message: p, input: v });
+    }),
+  );
+}
+
+/** A CNI container ID. */
+export const ContainerIdSchema = fromProblem(containerIdProblem);
+/** A Linux interface name. */
+export const IfNameSchema = fromProblem(ifNameProblem);
+/** A CNI network name. */
+export const NetworkNameSchema = fromProblem(networkNameProblem);
