@@ -23,7 +23,7 @@ describe('container ID', () => {
     ['a:b', 'must match'],
     ['é', 'must match'],
     ['x'.repeat(256), 'longer than 255'],
-  ])('rejects %j (%s)', ([id, why]) => {
+  ] as const)('rejects %j (%s)', ([id, why]) => {
     expect(containerIdProblem(id)).toContain(why);
     expect(ContainerIdSchema.safeParse(id).success).toBe(false);
   });
@@ -45,7 +45,7 @@ describe('ifName', () => {
     ['a b', 'cannot contain'],
     ['a\tb', 'cannot contain'],
     ['a\nb', 'cannot contain'],
-  ])('rejects %j (%s)', ([name, why]) => {
+  ] as const)('rejects %j (%s)', ([name, why]) => {
     expect(ifNameProblem(name)).toContain(why);
   });
 });

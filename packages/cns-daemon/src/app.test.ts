@@ -1,0 +1,285 @@
+import type { Allocation } from '@ferry/shared-types/api/allocations';
+import { Code } from '@ferry/shared-types/errors';
+import { expect, test } from 'vitest';
+import { type Harness, useApp } from './testing/harness';
+
+const attach = (containerId: string, ifName = 'eth0') => ({
+  network: 'ferry',
+  containerId,
+  ifName,
+  netns: `/var/run/netns/${containerId}`,
+  pod: { namespace: 'default', name: `pod-${containerId}`, uid: `uid-${containerId}` },
+});
+
+async function allocate(h: Harness, containerId: string, ifName = 'eth0'): Promise<Allocation> {
+  const r = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach(containerId, ifName) });
+  expect(r.statusCode, r.body).toBe(200);
+  return r.json();
+}
+
+test('allocate → commit → get → release round trip', async (t) => {
+  const h = await useApp(t);
+  const a = await allocate(h, 'c1');
+  expect(a.generation).toBeGreaterThan(0);
+  expect(a.nics).toHaveLength(1);
+  const infra = a.nics[0];
+  if (infra?.nicType !== 'InfraNIC') throw new Error('expected an InfraNIC first');
+  expect(infra.endpointId).toBe('c1');
+  expect(infra.hostVethName).toMatch(/^fry[0-9a-f]{12}$/);
+  expect(infra.addresses.map((x) => x.address)).toEqual(['10.244.1.1/32', 'fd00:10:244:1::1/128']);
+  expect(infra.routes).toEqual([
+    { dst: '0.0.0.0/0', gw: '169.254.1.1' },
+    { dst: '::/0', gw: 'fe80::ecee:eeff:feee:eeee' },
+  ]);
+
+  const commit = await h.app.inject({
+    method: 'PUT',
+    url: '/v1/endpoints/c1',
+    payload: {
+      network: 'ferry',
+      ifName: 'eth0',
+      generation: a.generation,
+      nics: [{ ifName: 'eth0', mac: '0a:58:0a:f4:01:01', containerIfIndex: 2 }],
+    },
+  });
+  expect(commit.statusCode, commit.body).toBe(200);
+  const got = await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' });
+  expect(got.statusCode).toBe(200);
+  expect(got.json().interfaces[0]).toMatchObject({
+    containerId: 'c1',
+    ifName: 'eth0',
+    endpointId: 'c1',
+    nicType: 'InfraNIC',
+    netns: '/var/run/netns/c1',
+    state: 'committed',
+    mac: '0a:58:0a:f4:01:01',
+    containerIfIndex: 2,
+    pod: { namespace: 'default', name: 'pod-c1', uid: 'uid-c1' },
+  });
+
+  for (const n of [1, 2]) {
+    const rel = await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=ferry&ifName=eth0' });
+    expect(rel.statusCode, `release #${n}`).toBe(200);
+    expect(rel.json().released).toHaveLength(n === 1 ? 1 : 0);
+  }
+  const gone = await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' });
+  expect(gone.statusCode).toBe(404);
+  expect(gone.json().code).toBe(Code.EndpointNotFound);
+});
+
+test('allocation is idempotent per attachment; a new containerId gets new addresses', async (t) => {
+  const h = await useApp(t);
+  const first = await allocate(h, 'c1');
+  const again = await allocate(h, 'c1');
+  expect(again).toEqual(first);
+  const other = await allocate(h, 'c2');
+  expect(other.nics[0]?.addresses).not.toEqual(first.nics[0]?.addresses);
+});
+
+test('a released address waits out the cooldown before anyone gets it again', async (t) => {
+  const h = await useApp(t, {
+    cooldownSec: 30,
+    networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }],
+  });
+  // A /30 has two allocatable addresses: .1 and .2.
+  const a = await allocate(h, 'c1');
+  await allocate(h, 'c2');
+  await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=ferry&ifName=eth0' });
+  const full = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c3') });
+  expect(full.statusCode).toBe(409);
+  expect(full.json()).toMatchObject({ code: Code.PoolExhausted });
+  expect(full.json().msg).toContain('10.9.0.0/30 is exhausted');
+
+  h.clock.now += 30_000;
+  const reused = await allocate(h, 'c3');
+  expect(reused.nics[0]?.addresses).toEqual(a.nics[0]?.addresses);
+});
+
+test('exhaustion leaves nothing half-assigned across families', async (t) => {
+  const h = await useApp(t, {
+    networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' }, ipv6: { subnet: 'fd00::/64' } }],
+  });
+  await allocate(h, 'c1');
+  await allocate(h, 'c2');
+  const r = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c3') });
+  expect(r.json().code).toBe(Code.PoolExhausted);
+  const addrs = await h.app.inject({ method: 'GET', url: '/v1/operator/addresses' });
+  // Two pods, two families: four rows, none for c3 (its IPv6 pick was rolled back with the IPv4 failure).
+  expect(
+    addrs
+      .json()
+      .addresses.map((x: { containerId: string }) => x.containerId)
+      .sort(),
+  ).toEqual(['c1', 'c1', 'c2', 'c2']);
+  const eps = await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' });
+  expect(eps.json().endpoints.map((e: { containerId: string }) => e.containerId)).toEqual(['c1', 'c2']);
+});
+
+test('exclusions and ranges are honoured', async (t) => {
+  const h = await useApp(t, {
+    networks: [
+      {
+        name: 'ferry',
+        ipv4: {
+          subnet: '10.9.0.0/24',
+          rangeStart: '10.9.0.10',
+          rangeEnd: '10.9.0.13',
+          exclude: ['10.9.0.11', '10.9.0.12/31'],
+        },
+      },
+    ],
+  });
+  const a = await allocate(h, 'c1');
+  expect(a.nics[0]?.addresses[0]?.address).toBe('10.9.0.10/32');
+  const r = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c2') });
+  expect(r.json().code).toBe(Code.PoolExhausted);
+});
+
+test('commit refuses a stale generation, an unknown interface and a missing allocation', async (t) => {
+  const h = await useApp(t);
+  const a = await allocate(h, 'c1');
+  const commit = (payload: object) => h.app.inject({ method: 'PUT', url: '/v1/endpoints/c1', payload });
+  const base = {
+    network: 'ferry',
+    ifName: 'eth0',
+    nics: [{ ifName: 'eth0', mac: '0a:58:00:00:00:01', containerIfIndex: 3 }],
+  };
+  expect((await commit({ ...base, generation: a.generation + 1 })).json().code).toBe(Code.AttachmentConflict);
+  const unknownNic = await commit({ ...base, generation: a.generation, nics: [{ ...base.nics[0], ifName: 'net9' }] });
+  expect(unknownNic.json()).toMatchObject({ code: Code.InvalidConfig });
+  const none = await h.app.inject({ method: 'PUT', url: '/v1/endpoints/nope', payload: { ...base, generation: 1 } });
+  expect(none.statusCode).toBe(404);
+  expect(none.json().code).toBe(Code.EndpointNotFound);
+});
+
+test('the same container and ifName cannot be attached to two networks', async (t) => {
+  const h = await useApp(t, {
+    networks: [
+      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
+      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
+    ],
+  });
+  await allocate(h, 'c1');
+  const r = await h.app.inject({
+    method: 'POST',
+    url: '/v1/allocations',
+    payload: { ...attach('c1'), network: 'other' },
+  });
+  expect(r.statusCode).toBe(409);
+  expect(r.json().code).toBe(Code.AttachmentConflict);
+  // A release for the wrong network does not touch the attachment.
+  const rel = await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=other&ifName=eth0' });
+  expect(rel.json().released).toEqual([]);
+  expect((await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' })).statusCode).toBe(200);
+});
+
+test('GC removes every attachment of the network that is not valid, and keeps going', async (t) => {
+  const h = await useApp(t, {
+    networks: [
+      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
+      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
+    ],
+  });
+  await allocate(h, 'keep');
+  await allocate(h, 'stale1');
+  await allocate(h, 'stale2', 'eth1');
+  await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: { ...attach('elsewhere'), network: 'other' } });
+  const r = await h.app.inject({
+    method: 'POST',
+    url: '/v1/gc',
+    payload: { network: 'ferry', validAttachments: [{ containerId: 'keep', ifName: 'eth0' }] },
+  });
+  expect(r.statusCode, r.body).toBe(200);
+  expect(
+    r
+      .json()
+      .removed.map((x: { containerId: string }) => x.containerId)
+      .sort(),
+  ).toEqual(['stale1', 'stale2']);
+  expect(r.json().errors).toEqual([]);
+  const left = await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' });
+  expect(left.json().endpoints.map((e: { containerId: string }) => e.containerId)).toEqual(['keep', 'elsewhere']);
+});
+
+test('ADD is refused with code 11 until ferryd is ready and while it drains; release keeps working', async (t) => {
+  const h = await useApp(t, {}, { ready: false });
+  const r = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c1') });
+  expect(r.statusCode).toBe(503);
+  expect(r.json()).toMatchObject({ code: Code.TryAgainLater });
+  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(503);
+  h.services.deps.lifecycle.markReady();
+  await allocate(h, 'c1');
+  h.services.deps.lifecycle.markDraining();
+  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ ready: false, phase: 'draining' });
+  const rel = await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=ferry&ifName=eth0' });
+  expect(rel.statusCode).toBe(200);
+  expect(rel.json().released).toHaveLength(1);
+});
+
+test.for([
+  ['POST', '/v1/allocations', { ...attach('c1'), network: '../etc' }, 'body: network: must match'],
+  ['POST', '/v1/allocations', { ...attach('c1'), containerId: 'a/b' }, 'body: containerId: must match'],
+  ['POST', '/v1/allocations', { ...attach('c1'), ifName: 'x'.repeat(16) }, 'body: ifName: is longer than 15 bytes'],
+  ['POST', '/v1/allocations', { ...attach('c1'), extra: 1 }, 'body: '],
+  ['POST', '/v1/allocations', { ...attach('c1'), network: 'nope' }, 'network "nope" is not configured'],
+  ['GET', '/v1/endpoints/..%2Fetc', undefined, 'params: containerId: must match'],
+  ['DELETE', '/v1/endpoints/c1', undefined, 'querystring: network: '],
+  ['PUT', '/v1/endpoints/c1', { network: 'ferry', ifName: 'eth0', generation: 1, nics: [] }, 'body: nics: '],
+] as const)('%s %s with bad input → 4xx naming the problem, no change', async ([method, url, payload, msg], t) => {
+  const h = await useApp(t);
+  const r = await h.app.inject({ method, url, ...(payload ? { payload } : {}) });
+  expect(r.statusCode).toBeGreaterThanOrEqual(400);
+  expect(r.statusCode).toBeLessThan(500);
+  expect(r.json().msg).toContain(msg);
+  const eps = await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' });
+  expect(eps.json().endpoints).toEqual([]);
+});
+
+test('malformed JSON is a decode failure, an unknown route a 404, both CNI-shaped', async (t) => {
+  const h = await useApp(t);
+  const r = await h.app.inject({
+    method: 'POST',
+    url: '/v1/allocations',
+    headers: { 'content-type': 'application/json' },
+    payload: '{"network":',
+  });
+  expect(r.statusCode).toBe(400);
+  expect(r.json().code).toBe(Code.DecodeFailure);
+  const nf = await h.app.inject({ method: 'GET', url: '/v2/nothing' });
+  expect(nf.statusCode).toBe(404);
+  expect(nf.json()).toEqual({ code: Code.NotFound, msg: 'route GET /v2/nothing not found' });
+});
+
+test('operator pools, addresses, metrics and OpenAPI', async (t) => {
+  const h = await useApp(t);
+  await allocate(h, 'c1');
+  const pools = (await h.app.inject({ method: 'GET', url: '/v1/operator/pools' })).json().pools;
+  expect(pools).toEqual([
+    expect.objectContaining({ family: 4, subnet: '10.244.1.0/24', size: '254', assigned: 1, free: '253' }),
+    expect.objectContaining({ family: 6, size: (2n ** 64n - 1n).toString(), assigned: 1 }),
+  ]);
+  const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
+  expect(metrics.body).toContain('ferry_addresses{network="ferry",family="4",state="Assigned"} 1');
+  expect(metrics.body).toContain('ferry_endpoints{network="ferry",nic_type="InfraNIC"} 1');
+  const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  expect(doc.openapi).toBe('3.1.0');
+  expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/allocations', '/v1/endpoints/{containerId}']));
+});
+
+test('the TCP surface has no shim routes and checks bearer tokens', async (t) => {
+  const tokens = { read: 'r'.repeat(20), admin: 'a'.repeat(20) };
+  const h = await useApp(t, {}, { surface: 'tcp', tokens });
+  expect((await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c1') })).statusCode).toBe(404);
+  const anon = await h.app.inject({ method: 'GET', url: '/v1/operator/pools' });
+  expect(anon.statusCode).toBe(401);
+  expect(anon.json().code).toBe(Code.Unauthorized);
+  const auth = (tok: string) => ({ authorization: `Bearer ${tok}` });
+  expect(
+    (await h.app.inject({ method: 'GET', url: '/v1/operator/pools', headers: auth(tokens.read) })).statusCode,
+  ).toBe(200);
+  const ro = await h.app.inject({ method: 'DELETE', url: '/v1/operator/endpoints/c1', headers: auth(tokens.read) });
+  expect(ro.statusCode).toBe(403);
+  const admin = await h.app.inject({ method: 'DELETE', url: '/v1/operator/endpoints/c1', headers: auth(tokens.admin) });
+  expect(admin.statusCode).toBe(200);
+  expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+});

@@ -1,0 +1,131 @@
+/**
+ * buildApp(deps) assembles ferryd's HTTP API and never listens (main.ts does), so tests drive it with
+ * inject(). The shim routes and the operator routes are sibling plugins: the operator plugin's
+ * bearer-token hook (TCP surface only) cannot reach the shim routes.
+ */
+import swagger from '@fastify/swagger';
+import { CniError, type CniErrorBody, Code } from '@ferry/shared-types/errors';
+import Fastify, { type FastifyError, LogController } from 'fastify';
+import {
+  hasZodFastifySchemaValidationErrors,
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { Attachments } from './endpoints/attachments';
+import { httpStatusOf } from './errors';
+import type { Ipam } from './ipam/ipam';
+import type { Lifecycle } from './lifecycle';
+import type { Metrics } from './metrics';
+import type { Operator } from './operator';
+import { allocationRoutes } from './routes/allocations';
+import { endpointRoutes } from './routes/endpoints';
+import { gcRoutes } from './routes/gc';
+import { healthRoutes } from './routes/health';
+import { operatorRoutes } from './routes/operator/index';
+import { statusRoutes } from './routes/status';
+
+export interface AppDeps {
+  attachments: Attachments;
+  ipam: Ipam;
+  operator: Operator;
+  lifecycle: Lifecycle;
+  metrics: Metrics;
+  log: Logger;
+  /** Liveness: throws when the database no longer answers. */
+  ping(): void;
+}
+
+export interface AppOptions {
+  /** `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens. */
+  surface: 'unix' | 'tcp';
+  tokens?: { read: string; admin?: string };
+}
+
+export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'unix' }) {
+  const app = Fastify({
+    loggerInstance: deps.log,
+    // Handlers log what happened to which container at info; the generic request line is debug (below).
+    logController: new LogController({ disableRequestLogging: true }),
+    // DEL bodies are small; a huge body is an attack or a bug, refused before parsing.
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: false,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler((err: Error, req, reply) => {
+    const body = toErrorBody(err, req.id, deps.log);
+    deps.metrics.errors.inc({ code: String(body.code) });
+    return reply.status(statusOf(err, body)).send(body);
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
+  );
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.debug({ url: req.url, statusCode: reply.statusCode, ms: reply.elapsedTime }, 'request completed');
+    deps.metrics.requestDuration.observe(
+      { method: req.method, route: req.routeOptions.url ?? 'unknown', status_code: String(reply.statusCode) },
+      reply.elapsedTime / 1000,
+    );
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'ferryd API', version: '1', description: 'The node state daemon of the Ferry CNI' },
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  await app.register(healthRoutes, { lifecycle: deps.lifecycle, metrics: deps.metrics, ping: deps.ping });
+  if (opts.surface === 'unix') {
+    await app.register(allocationRoutes, {
+      attachments: deps.attachments,
+      lifecycle: deps.lifecycle,
+      metrics: deps.metrics,
+    });
+    await app.register(endpointRoutes, { attachments: deps.attachments, metrics: deps.metrics });
+    await app.register(gcRoutes, { attachments: deps.attachments });
+    await app.register(statusRoutes, { ipam: deps.ipam, lifecycle: deps.lifecycle, operator: deps.operator });
+  }
+  await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
+  return app;
+}
+
+export type FerrydApp = Awaited<ReturnType<typeof buildApp>>;
+
+function clientStatusOf(err: Error): number | undefined {
+  const status = (err as Partial<FastifyError>).statusCode;
+  return status !== undefined && status >= 400 && status < 500 ? status : undefined;
+}
+
+function statusOf(err: Error, body: CniErrorBody): number {
+  if (err instanceof CniError) return httpStatusOf(err.code);
+  if (body.code === Code.Internal) return 500;
+  return clientStatusOf(err) ?? 400;
+}
+
+/** Every error leaves as { code, msg, details? }; only genuine faults are 5xx, logged with their stack. */
+function toErrorBody(err: Error, reqId: string, log: Logger): CniErrorBody {
+  if (err instanceof CniError) {
+    return { code: err.code, msg: err.message, ...(err.details ? { details: err.details } : {}) };
+  }
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const first = err.validation[0];
+    const where = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
+    return {
+      code: Code.InvalidConfig,
+      msg: `invalid request ${err.validationContext ?? 'input'}: ${where}: ${first?.message ?? 'invalid'}`,
+    };
+  }
+  if (clientStatusOf(err) !== undefined) {
+    const fstCode = (err as Partial<FastifyError>).code;
+    const isDecode = fstCode === 'FST_ERR_CTP_INVALID_JSON_BODY' || fstCode === 'FST_ERR_CTP_EMPTY_JSON_BODY';
+    const code = isDecode ? Code.DecodeFailure : Code.InvalidConfig;
+    return { code, msg: `invalid request: ${err.message}` };
+  }
+  log.error({ err, reqId }, 'internal error');
+  return { code: Code.Internal, msg: `internal error (request ${reqId}); see ferryd's log` };
+}

@@ -1,0 +1,102 @@
+/**
+ * Runs ferryd: open the store, build the services, reconcile, listen on the unix socket (and the
+ * optional TCP listener), then report ready. main.ts adds config, signals and exit codes.
+ */
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import { buildApp, type FerrydApp } from './app';
+import type { FerrydConfig } from './config';
+import { StartupError } from './errors';
+import type { Lifecycle } from './lifecycle';
+import { buildServices } from './services';
+import { prepareSocketPath, restrictSocket } from './socket';
+import { openDatabase } from './store/db';
+
+export interface DaemonOptions {
+  log: Logger;
+  nativeBinding?: string;
+  now?: () => number;
+  /** Collect process metrics (off where several daemons share a process). */
+  defaultMetrics?: boolean;
+}
+
+export interface Daemon {
+  lifecycle: Lifecycle;
+  unixApp: FerrydApp;
+  tcpApp?: FerrydApp;
+  /** Refuses ADD from now on, finishes in-flight requests, closes listeners and the database. */
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Promise<Daemon> {
+  const { log } = opts;
+  const store = openDatabase(config.database, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+  // Undone in this order on stop, or on a failed start.
+  const cleanups: (() => Promise<void> | void)[] = [() => store.close()];
+  const undo = async () => {
+    for (const c of cleanups)
+      await Promise.resolve(c()).catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
+  };
+  try {
+    const { deps, reconciler } = buildServices(config, store.db, {
+      log,
+      now: opts.now ?? Date.now,
+      defaultMetrics: opts.defaultMetrics ?? false,
+    });
+    cleanups.unshift(() => reconciler.stop());
+    await reconciler.runOnce();
+
+    const unixApp = await buildApp(deps, { surface: 'unix' });
+    cleanups.unshift(() => unixApp.close());
+    prepareSocketPath(config.socket);
+    await unixApp.listen({ path: config.socket });
+    restrictSocket(config.socket);
+
+    let tcpApp: FerrydApp | undefined;
+    if (config.tcp) {
+      const tokens = {
+        read: readToken(config.tcp.tokenFile),
+        ...(config.tcp.adminTokenFile ? { admin: readToken(config.tcp.adminTokenFile) } : {}),
+      };
+      const app = await buildApp(deps, { surface: 'tcp', tokens });
+      cleanups.unshift(() => app.close());
+      await app.listen({ host: config.tcp.host, port: config.tcp.port });
+      tcpApp = app;
+    }
+
+    deps.lifecycle.markReady();
+    reconciler.start();
+    log.info(
+      { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },
+      'ferryd ready',
+    );
+
+    let stopping: Promise<void> | undefined;
+    return {
+      lifecycle: deps.lifecycle,
+      unixApp,
+      ...(tcpApp ? { tcpApp } : {}),
+      stop() {
+        stopping ??= (async () => {
+          deps.lifecycle.markDraining();
+          await undo();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await undo();
+    throw err;
+  }
+}
+
+function readToken(path: string): string {
+  let token: string;
+  try {
+    token = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw new StartupError(`read token file ${path}: ${(err as Error).message}`);
+  }
+  if (token.length < 16) throw new StartupError(`token file ${path}: a token needs at least 16 characters`);
+  return token;
+}

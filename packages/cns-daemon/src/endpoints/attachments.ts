@@ -1,0 +1,215 @@
+/**
+ * The state machine behind the shim API: allocate → commit → release, plus GC and force-delete. Every
+ * method is one SQLite transaction, so addresses and endpoint state always change together (the
+ * split Azure's CNS suffers from, issue #4829, cannot happen here).
+ */
+import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
+import type { CommitRequest, Endpoint, InterfaceRecord, ReleaseResult } from '@ferry/shared-types/api/endpoints';
+import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { endpointIdOf } from '@ferry/shared-types/nic';
+import type { Ipam } from '../ipam/ipam';
+import { HOST_VETH_MAC } from '../ipam/pool';
+import type { Db } from '../store/db';
+import type { EndpointStore } from '../store/endpoints';
+import type { AttachmentRow } from '../store/rows';
+import { hostVethNameOf } from './host-veth';
+import { routesOf, toRecord } from './records';
+
+export interface AttachmentsDeps {
+  db: Db;
+  endpoints: EndpointStore;
+  ipam: Ipam;
+  now: () => number;
+}
+
+export class Attachments {
+  readonly #d: AttachmentsDeps;
+
+  constructor(deps: AttachmentsDeps) {
+    this.#d = deps;
+  }
+
+  /** Idempotent per (network, containerId, ifName): the same request returns the same plan. */
+  allocate(req: AllocateRequest): Allocation {
+    return this.#d.db.transaction(() => {
+      const { endpoints, ipam } = this.#d;
+      const existing = endpoints.getAttachment(req.containerId, req.ifName);
+      if (existing) {
+        if (existing.network !== req.network) throw conflictingNetwork(existing, req.network);
+        return this.#planOf(existing);
+      }
+      const net = ipam.network(req.network);
+      if (req.delegatedNICs) {
+        throw new CniError(
+          Code.DeviceUnavailable,
+          `allocate delegated NICs of group "${req.delegatedNICs.group}": no delegated devices are configured in ferryd`,
+        );
+      }
+      const now = this.#d.now();
+      const attachmentId = endpoints.insertAttachment({
+        network: req.network,
+        containerId: req.containerId,
+        ifName: req.ifName,
+        netns: req.netns,
+        ...(req.pod?.namespace ? { podNamespace: req.pod.namespace } : {}),
+        ...(req.pod?.name ? { podName: req.pod.name } : {}),
+        ...(req.pod?.uid ? { podUid: req.pod.uid } : {}),
+        ...(req.pod?.infraContainerId ? { podInfraContainerId: req.pod.infraContainerId } : {}),
+        nowMs: now,
+      });
+      const routes = net.pools.flatMap((p) => p.spec.routes);
+      const infraId = endpoints.insertInterface({
+        attachmentId,
+        position: 0,
+        containerId: req.containerId,
+        ifName: req.ifName,
+        endpointId: endpointIdOf('InfraNIC', req.containerId, req.ifName),
+        nicType: 'InfraNIC',
+        routesJson: JSON.stringify(routes),
+        hostVethName: hostVethNameOf(req.containerId, req.ifName),
+      });
+      ipam.assign(req.network, infraId, now);
+      const created = endpoints.getAttachmentById(attachmentId);
+      if (!created) throw new CniError(Code.Internal, `attachment ${attachmentId} vanished inside its transaction`);
+      return this.#planOf(created);
+    })();
+  }
+
+  /** Records what the shim built. The generation guards against a commit for an older allocation. */
+  commit(containerId: string, req: CommitRequest): Endpoint {
+    return this.#d.db.transaction(() => {
+      const { endpoints } = this.#d;
+      const a = endpoints.getAttachment(containerId, req.ifName);
+      if (!a) {
+        throw new CniError(
+          Code.EndpointNotFound,
+          `commit endpoint ${containerId}/${req.ifName}: no allocation (it was released, or never made)`,
+        );
+      }
+      if (a.network !== req.network) throw conflictingNetwork(a, req.network);
+      if (a.id !== req.generation) {
+        throw new CniError(
+          Code.AttachmentConflict,
+          `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.id})`,
+        );
+      }
+      for (const nic of req.nics) {
+        if (!endpoints.commitInterface(a.id, nic.ifName, nic.mac, nic.containerIfIndex)) {
+          throw new CniError(
+            Code.InvalidConfig,
+            `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
+          );
+        }
+      }
+      endpoints.markCommitted(a.id, this.#d.now());
+      return this.#endpointOf(containerId);
+    })();
+  }
+
+  /** Every interface of the container; throws EndpointNotFound when there is none. */
+  get(containerId: string): Endpoint {
+    const ep = this.#endpointOf(containerId);
+    if (ep.interfaces.length === 0) {
+      throw new CniError(Code.EndpointNotFound, `endpoint ${containerId}: not found`);
+    }
+    return ep;
+  }
+
+  /** Releases one attachment: addresses into cooldown and state deleted, together. Unknown = success. */
+  release(containerId: string, network: string, ifName: string): ReleaseResult {
+    return this.#d.db.transaction(() => {
+      const a = this.#d.endpoints.getAttachment(containerId, ifName);
+      if (!a || a.network !== network) return { released: [] };
+      return { released: this.#releaseAttachment(a) };
+    })();
+  }
+
+  /** Releases every attachment of a container (operator force-delete). */
+  releaseContainer(containerId: string): ReleaseResult {
+    return this.#d.db.transaction(() => ({
+      released: this.#d.endpoints.attachmentsOfContainer(containerId).flatMap((a) => this.#releaseAttachment(a)),
+    }))();
+  }
+
+  /** CNI GC: every attachment of the network that is not listed valid is released; errors don't stop it. */
+  gc(req: GcRequest): GcResult {
+    this.#d.ipam.network(req.network);
+    const valid = new Set(req.validAttachments.map((v) => `${v.containerId}/${v.ifName}`));
+    const result: GcResult = { removed: [], errors: [] };
+    for (const a of this.#d.endpoints.attachmentsOfNetwork(req.network)) {
+      if (valid.has(`${a.container_id}/${a.if_name}`)) continue;
+      try {
+        result.removed.push(...this.release(a.container_id, a.network, a.if_name).released);
+      } catch (err) {
+        result.errors.push({ containerId: a.container_id, ifName: a.if_name, msg: (err as Error).message });
+      }
+    }
+    return result;
+  }
+
+  #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
+    const { endpoints, ipam } = this.#d;
+    const records = endpoints.interfacesOf(a.id).map((i) => toRecord(a, i, ipam));
+    const now = this.#d.now();
+    for (const i of endpoints.interfacesOf(a.id)) ipam.release(i.id, now);
+    endpoints.deleteAttachment(a.id);
+    return records;
+  }
+
+  #endpointOf(containerId: string): Endpoint {
+    const { endpoints, ipam } = this.#d;
+    const interfaces: InterfaceRecord[] = [];
+    for (const a of endpoints.attachmentsOfContainer(containerId)) {
+      for (const i of endpoints.interfacesOf(a.id)) interfaces.push(toRecord(a, i, ipam));
+    }
+    return { containerId, interfaces };
+  }
+
+  #planOf(a: AttachmentRow): Allocation {
+    const { endpoints, ipam } = this.#d;
+    const net = ipam.network(a.network);
+    const nics: NicPlan[] = endpoints.interfacesOf(a.id).map((i): NicPlan => {
+      const addresses = ipam.addressesOf(a.network, i.id);
+      if (i.nic_type === 'InfraNIC') {
+        return {
+          nicType: 'InfraNIC',
+          ifName: i.if_name,
+          endpointId: i.endpoint_id,
+          hostVethName: i.host_veth_name ?? hostVethNameOf(a.container_id, a.if_name),
+          hostVethMac: HOST_VETH_MAC,
+          addresses,
+          routes: routesOf(i),
+          ...(net.config.mtu ? { mtu: net.config.mtu } : {}),
+        };
+      }
+      if (!i.device_mac || !i.host_if_name) {
+        throw new CniError(Code.Internal, `delegated interface ${a.container_id}/${i.if_name} has no device recorded`);
+      }
+      return {
+        nicType: 'DelegatedNIC',
+        ifName: i.if_name,
+        endpointId: i.endpoint_id,
+        mac: i.device_mac,
+        hostIfName: i.host_if_name,
+        addresses,
+        routes: routesOf(i),
+      };
+    });
+    return {
+      network: a.network,
+      containerId: a.container_id,
+      ifName: a.if_name,
+      generation: a.id,
+      nics,
+      ...(net.config.dns ? { dns: net.config.dns } : {}),
+    };
+  }
+}
+
+function conflictingNetwork(a: AttachmentRow, network: string): CniError {
+  return new CniError(
+    Code.AttachmentConflict,
+    `attachment ${a.container_id}/${a.if_name} belongs to network "${a.network}", not "${network}"`,
+  );
+}

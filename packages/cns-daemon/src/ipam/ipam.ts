@@ -1,0 +1,91 @@
+/**
+ * IPAM over the store: knows every configured pool, assigns one address per family to an interface and
+ * releases an interface's addresses into cooldown. Must be called inside the caller's transaction, so
+ * an allocation across families is all-or-nothing.
+ */
+import type { AssignedAddress } from '@ferry/shared-types/api/common';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { FerrydConfig, NetworkConfig } from '../config';
+import { StartupError } from '../errors';
+import type { PoolStore } from '../store/pools';
+import { pickFree } from './allocator';
+import type { Family } from './cidr';
+import { type PoolSpec, poolSpecsOf } from './pool';
+
+export interface NetworkPools {
+  config: NetworkConfig;
+  pools: { spec: PoolSpec; poolId: number }[];
+}
+
+export class Ipam {
+  readonly #pools: PoolStore;
+  readonly #networks = new Map<string, NetworkPools>();
+  readonly cooldownMs: number;
+
+  /** Creates or checks the pool rows of every configured network; a renumbered busy pool stops start-up. */
+  constructor(pools: PoolStore, config: Pick<FerrydConfig, 'networks' | 'cooldownSec'>) {
+    this.#pools = pools;
+    this.cooldownMs = Math.round(config.cooldownSec * 1000);
+    for (const net of config.networks) {
+      const entry: NetworkPools = { config: net, pools: [] };
+      for (const spec of poolSpecsOf(net)) {
+        const row = pools.ensurePool(net.name, spec.family, spec.subnetText);
+        if ('conflict' in row) {
+          throw new StartupError(
+            `network "${net.name}" IPv${spec.family}: subnet changed from ${row.conflict} to ${spec.subnetText} while ${row.held} addresses are held; release them (or restore the old subnet) first`,
+          );
+        }
+        entry.pools.push({ spec, poolId: row.id });
+      }
+      this.#networks.set(net.name, entry);
+    }
+  }
+
+  /** The network's pools; throws UnknownNetwork naming the configured ones. */
+  network(name: string): NetworkPools {
+    const n = this.#networks.get(name);
+    if (n) return n;
+    throw new CniError(
+      Code.UnknownNetwork,
+      `network "${name}" is not configured in ferryd`,
+      `configured networks: ${[...this.#networks.keys()].join(', ')}`,
+    );
+  }
+
+  networks(): NetworkPools[] {
+    return [...this.#networks.values()];
+  }
+
+  /** Assigns one address of every family the network serves to `interfaceId`. */
+  assign(network: string, interfaceId: number, nowMs: number): void {
+    for (const { spec, poolId } of this.network(network).pools) {
+      const cursor = this.#pools.getPool(network, spec.family)?.cursor_hex ?? null;
+      const picked = pickFree(this.#pools, spec, poolId, cursor, nowMs);
+      this.#pools.assign(poolId, picked.offsetHex, picked.address, interfaceId, nowMs);
+    }
+  }
+
+  /** The addresses of `interfaceId`, as the pod carries them (/32, /128) with their gateway. */
+  addressesOf(network: string, interfaceId: number): AssignedAddress[] {
+    const pools = this.#networks.get(network)?.pools ?? [];
+    return this.#pools.addressesOf(interfaceId).map((row) => {
+      const family: Family = row.family;
+      const spec = pools.find((p) => p.spec.family === family)?.spec;
+      return {
+        family,
+        address: `${row.address}/${family === 4 ? 32 : 128}`,
+        ...(spec ? { gateway: spec.gateway } : {}),
+      };
+    });
+  }
+
+  /** Every address of the interface goes into cooldown. */
+  release(interfaceId: number, nowMs: number): number {
+    return this.#pools.releaseInterface(interfaceId, nowMs, nowMs + this.cooldownMs);
+  }
+
+  /** Free cooled-down addresses; returns how many became Available. */
+  sweep(nowMs: number): number {
+    return this.#pools.sweepCooledDown(nowMs);
+  }
+}

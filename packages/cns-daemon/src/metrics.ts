@@ -1,0 +1,90 @@
+/**
+ * Prometheus metrics, all prefixed `ferry_`. One Registry per app, so tests can build several apps in
+ * one process. State gauges are computed at scrape time from the store, never kept in memory.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface MetricSources {
+  interfaceCounts(): { network: string; nicType: string; n: number }[];
+  addressCounts(): { network: string; family: number; state: string; n: number }[];
+  poolSizes(): { network: string; family: number; size: number }[];
+  ready(): boolean;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly requestDuration: Histogram<'method' | 'route' | 'status_code'>;
+  readonly errors: Counter<'code'>;
+  readonly allocations: Counter<'network'>;
+  readonly releases: Counter<'network'>;
+
+  constructor(sources: MetricSources, opts: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'ferry_' });
+    this.requestDuration = new Histogram({
+      name: 'ferry_http_request_duration_seconds',
+      help: 'ferryd API request duration',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.errors = new Counter({
+      name: 'ferry_errors_total',
+      help: 'Errors answered by ferryd, by CNI error code',
+      labelNames: ['code'],
+      registers,
+    });
+    this.allocations = new Counter({
+      name: 'ferry_allocations_total',
+      help: 'Attachments allocated (new, not idempotent repeats)',
+      labelNames: ['network'],
+      registers,
+    });
+    this.releases = new Counter({
+      name: 'ferry_releases_total',
+      help: 'Attachments released',
+      labelNames: ['network'],
+      registers,
+    });
+    new Gauge({
+      name: 'ferry_endpoints',
+      help: 'Pod interfaces ferryd holds state for',
+      labelNames: ['network', 'nic_type'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of sources.interfaceCounts()) this.set({ network: c.network, nic_type: c.nicType }, c.n);
+      },
+    });
+    new Gauge({
+      name: 'ferry_addresses',
+      help: 'Addresses by state (Available addresses are not counted here; see ferry_pool_size)',
+      labelNames: ['network', 'family', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of sources.addressCounts()) {
+          this.set({ network: c.network, family: String(c.family), state: c.state }, c.n);
+        }
+      },
+    });
+    new Gauge({
+      name: 'ferry_pool_size',
+      help: 'Allocatable addresses per pool (range minus exclusions)',
+      labelNames: ['network', 'family'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of sources.poolSizes()) this.set({ network: p.network, family: String(p.family) }, p.size);
+      },
+    });
+    new Gauge({
+      name: 'ferry_ready',
+      help: '1 when ferryd serves ADD',
+      registers,
+      collect() {
+        this.set(sources.ready() ? 1 : 0);
+      },
+    });
+  }
+}

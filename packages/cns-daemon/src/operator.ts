@@ -1,0 +1,102 @@
+/**
+ * What operators (ferryctl, dashboards) and STATUS read: endpoints with filters, pool usage, per-address
+ * state. Also force-delete and reconcile-now. Read paths never change state.
+ */
+
+import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
+import type { AddressRecord, EndpointListQuery, PoolUsage, ReconcileResult } from '@ferry/shared-types/api/operator';
+import type { Attachments } from './endpoints/attachments';
+import { toRecord } from './endpoints/records';
+import { fromBigInt } from './ipam/cidr';
+import type { Ipam } from './ipam/ipam';
+import type { EndpointStore } from './store/endpoints';
+import type { PoolStore } from './store/pools';
+
+export interface OperatorDeps {
+  endpoints: EndpointStore;
+  pools: PoolStore;
+  ipam: Ipam;
+  attachments: Attachments;
+  /** Runs one reconcile pass now. */
+  reconcile(): Promise<ReconcileResult>;
+  now: () => number;
+}
+
+export class Operator {
+  readonly #d: OperatorDeps;
+
+  constructor(deps: OperatorDeps) {
+    this.#d = deps;
+  }
+
+  listEndpoints(q: EndpointListQuery): Endpoint[] {
+    const { endpoints, ipam } = this.#d;
+    const byContainer = new Map<string, Endpoint>();
+    for (const a of endpoints.allAttachments()) {
+      if (q.network && a.network !== q.network) continue;
+      if (q.namespace && a.pod_namespace !== q.namespace) continue;
+      if (q.pod && a.pod_name !== q.pod) continue;
+      for (const i of endpoints.interfacesOf(a.id)) {
+        if (q.nicType && i.nic_type !== q.nicType) continue;
+        let ep = byContainer.get(a.container_id);
+        if (!ep) byContainer.set(a.container_id, (ep = { containerId: a.container_id, interfaces: [] }));
+        ep.interfaces.push(toRecord(a, i, ipam));
+      }
+    }
+    return [...byContainer.values()];
+  }
+
+  getEndpoint(containerId: string): Endpoint {
+    return this.#d.attachments.get(containerId);
+  }
+
+  forceDelete(containerId: string): ReleaseResult {
+    return this.#d.attachments.releaseContainer(containerId);
+  }
+
+  pools(): PoolUsage[] {
+    const { ipam, pools } = this.#d;
+    const counts = pools.countByState();
+    const nowMs = this.#d.now();
+    const out: PoolUsage[] = [];
+    for (const net of ipam.networks()) {
+      for (const { spec, poolId } of net.pools) {
+        const n = (state: string) => counts.find((c) => c.poolId === poolId && c.state === state)?.n ?? 0;
+        const assigned = n('Assigned');
+        const pendingRelease = n('PendingRelease');
+        const held = BigInt(pools.countHeld(poolId, nowMs));
+        const free = spec.size > held ? spec.size - held : 0n;
+        out.push({
+          network: spec.network,
+          family: spec.family,
+          subnet: spec.subnetText,
+          rangeStart: fromBigInt(spec.start, spec.family),
+          rangeEnd: fromBigInt(spec.end, spec.family),
+          size: spec.size.toString(),
+          assigned,
+          pendingRelease,
+          free: free.toString(),
+          cooldownSec: ipam.cooldownMs / 1000,
+        });
+      }
+    }
+    return out;
+  }
+
+  addresses(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }): AddressRecord[] {
+    return this.#d.pools.list(filter).map((r) => ({
+      network: r.network,
+      family: r.family,
+      address: r.address,
+      state: r.state,
+      ...(r.container_id !== null ? { containerId: r.container_id } : {}),
+      ...(r.if_name !== null ? { ifName: r.if_name } : {}),
+      since: new Date(r.since_ms).toISOString(),
+      ...(r.available_at_ms !== null ? { availableAt: new Date(r.available_at_ms).toISOString() } : {}),
+    }));
+  }
+
+  reconcile(): Promise<ReconcileResult> {
+    return this.#d.reconcile();
+  }
+}

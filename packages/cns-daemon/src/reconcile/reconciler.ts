@@ -1,0 +1,51 @@
+/**
+ * Periodic repairs that need no request: addresses whose cooldown has passed become Available. Runs
+ * once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
+ */
+import type { ReconcileResult } from '@ferry/shared-types/api/operator';
+import type { Logger } from 'pino';
+import type { Ipam } from '../ipam/ipam';
+
+export interface ReconcilerDeps {
+  ipam: Ipam;
+  log: Logger;
+  now: () => number;
+  intervalMs: number;
+}
+
+export class Reconciler {
+  readonly #d: ReconcilerDeps;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<ReconcileResult> | undefined;
+
+  constructor(deps: ReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  /** One pass; a call while a pass runs joins that pass. */
+  runOnce(): Promise<ReconcileResult> {
+    this.#running ??= this.#pass().finally(() => {
+      this.#running = undefined;
+    });
+    return this.#running;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => {
+      this.runOnce().catch((err: unknown) => this.#d.log.error({ err }, 'reconcile pass failed'));
+    }, this.#d.intervalMs);
+    this.#timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#running?.catch(() => undefined);
+  }
+
+  async #pass(): Promise<ReconcileResult> {
+    const cooledDown = this.#d.ipam.sweep(this.#d.now());
+    if (cooledDown > 0) this.#d.log.info({ cooledDown }, 'addresses back to Available after cooldown');
+    return { cooledDown, staleReleased: 0 };
+  }
+}

@@ -1,0 +1,44 @@
+import { AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
+import { CniError, CniErrorSchema, Code } from '@ferry/shared-types/errors';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Attachments } from '../endpoints/attachments';
+import type { Lifecycle } from '../lifecycle';
+import type { Metrics } from '../metrics';
+
+/** POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. */
+export const allocationRoutes: FastifyPluginAsyncZod<{
+  attachments: Attachments;
+  lifecycle: Lifecycle;
+  metrics: Metrics;
+}> = async (app, { attachments, lifecycle, metrics }) => {
+  app.post(
+    '/v1/allocations',
+    {
+      schema: {
+        summary: 'Allocate addresses and the NIC plan for one attachment (idempotent)',
+        body: AllocateRequestSchema,
+        response: { 200: AllocationSchema, '4xx': CniErrorSchema, '5xx': CniErrorSchema },
+      },
+    },
+    async (req) => {
+      if (!lifecycle.isReady) {
+        throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
+      }
+      const before = req.body;
+      const allocation = attachments.allocate(before);
+      const isNew = allocation.nics.every((n) => n.addresses.length > 0);
+      if (isNew) metrics.allocations.inc({ network: before.network });
+      req.log.info(
+        {
+          containerId: before.containerId,
+          ifName: before.ifName,
+          network: before.network,
+          generation: allocation.generation,
+          addresses: allocation.nics.flatMap((n) => n.addresses.map((a) => a.address)),
+        },
+        'allocated',
+      );
+      return allocation;
+    },
+  );
+};

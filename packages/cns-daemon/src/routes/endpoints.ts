@@ -1,0 +1,70 @@
+import { ContainerIdParamsSchema } from '@ferry/shared-types/api/common';
+import {
+  CommitRequestSchema,
+  EndpointSchema,
+  ReleaseQuerySchema,
+  ReleaseResultSchema,
+} from '@ferry/shared-types/api/endpoints';
+import { CniErrorSchema } from '@ferry/shared-types/errors';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Attachments } from '../endpoints/attachments';
+import type { Metrics } from '../metrics';
+
+const errors = { '4xx': CniErrorSchema, '5xx': CniErrorSchema };
+
+/** Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). */
+export const endpointRoutes: FastifyPluginAsyncZod<{ attachments: Attachments; metrics: Metrics }> = async (
+  app,
+  { attachments, metrics },
+) => {
+  app.put(
+    '/v1/endpoints/:containerId',
+    {
+      schema: {
+        summary: 'Commit what the shim built for an attachment',
+        params: ContainerIdParamsSchema,
+        body: CommitRequestSchema,
+        response: { 200: EndpointSchema, ...errors },
+      },
+    },
+    async (req) => {
+      const ep = attachments.commit(req.params.containerId, req.body);
+      req.log.info({ containerId: req.params.containerId, ifName: req.body.ifName }, 'committed');
+      return ep;
+    },
+  );
+
+  app.get(
+    '/v1/endpoints/:containerId',
+    {
+      schema: {
+        summary: 'Every interface ferryd holds for a container',
+        params: ContainerIdParamsSchema,
+        response: { 200: EndpointSchema, ...errors },
+      },
+    },
+    async (req) => attachments.get(req.params.containerId),
+  );
+
+  app.delete(
+    '/v1/endpoints/:containerId',
+    {
+      schema: {
+        summary: 'Release one attachment: addresses and state in one transaction (unknown = success)',
+        params: ContainerIdParamsSchema,
+        querystring: ReleaseQuerySchema,
+        response: { 200: ReleaseResultSchema, ...errors },
+      },
+    },
+    async (req) => {
+      const { network, ifName } = req.query;
+      const result = attachments.release(req.params.containerId, network, ifName);
+      if (result.released.length > 0) metrics.releases.inc({ network });
+      req.log.info(
+        { containerId: req.params.containerId, ifName, network, interfaces: result.released.length },
+        'released',
+      );
+      return result;
+    },
+  );
+};

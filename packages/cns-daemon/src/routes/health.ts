@@ -1,0 +1,47 @@
+import { ReadinessSchema } from '@ferry/shared-types/api/status';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import * as z from 'zod/mini';
+import type { Lifecycle } from '../lifecycle';
+import type { Metrics } from '../metrics';
+
+const HealthSchema = z.strictObject({ ok: z.boolean(), msg: z.optional(z.string()) });
+
+/** /healthz (alive and the database answers), /readyz, /metrics, /openapi.json. No auth anywhere. */
+export const healthRoutes: FastifyPluginAsyncZod<{ lifecycle: Lifecycle; metrics: Metrics; ping(): void }> = async (
+  app,
+  { lifecycle, metrics, ping },
+) => {
+  app.get(
+    '/healthz',
+    { schema: { summary: 'Liveness', response: { 200: HealthSchema, 503: HealthSchema } } },
+    async (_req, reply) => {
+      try {
+        ping();
+        return { ok: true };
+      } catch (err) {
+        return reply.status(503).send({ ok: false, msg: `database: ${(err as Error).message}` });
+      }
+    },
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Readiness: ready only after start-up reconciliation, and not while draining',
+        response: { 200: ReadinessSchema, 503: ReadinessSchema },
+      },
+    },
+    async (_req, reply) => {
+      const body = { ready: lifecycle.isReady, phase: lifecycle.phase };
+      return reply.status(lifecycle.isReady ? 200 : 503).send(body);
+    },
+  );
+
+  app.get('/metrics', { schema: { summary: 'Prometheus metrics', hide: true } }, async (_req, reply) => {
+    const text = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(text);
+  });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+};

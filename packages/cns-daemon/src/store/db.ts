@@ -1,0 +1,115 @@
+/**
+ * Opens ferryd's SQLite database: takes the single-writer lock, sets the PRAGMAs, checks integrity and
+ * applies migrations in one transaction. A corrupt file or one written by a newer ferryd is refused,
+ * never recreated: it may hold the only record of which pod owns which address.
+ */
+import { closeSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import fsExt from 'fs-ext';
+import { StartupError } from '../errors';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations/index';
+
+export type Db = Database.Database;
+
+export interface OpenDbOptions {
+  /** Path of better_sqlite3.node when running from a bundle (dist/bin); the package's own otherwise. */
+  nativeBinding?: string;
+}
+
+export interface OpenedDb {
+  db: Db;
+  /** Closes the database (checkpointing the WAL) and drops the lock. */
+  close(): void;
+}
+
+export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const releaseLock = lockDatabase(path);
+  let db: Db | undefined;
+  try {
+    db = new Database(path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+    configure(db, path);
+    migrate(db, path);
+  } catch (err) {
+    db?.close();
+    releaseLock();
+    if (err instanceof StartupError) throw err;
+    throw new StartupError(`open database ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  const opened = db;
+  return {
+    db: opened,
+    close() {
+      if (opened.open) opened.close();
+      releaseLock();
+    },
+  };
+}
+
+/**
+ * An exclusive flock on `<db>.lock`: two ferryd processes can never write one database. The kernel drops
+ * the lock when the process dies, so a kill -9 never leaves it stale.
+ */
+function lockDatabase(path: string): () => void {
+  const lockPath = `${path}.lock`;
+  const fd = openSync(lockPath, 'a+', 0o600);
+  try {
+    fsExt.flockSync(fd, 'exnb');
+  } catch (err) {
+    closeSync(fd);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
+      throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
+    }
+    throw new StartupError(`lock ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  ftruncateSync(fd, 0);
+  writeSync(fd, `${process.pid}\n`);
+  return () => {
+    try {
+      closeSync(fd);
+    } catch {
+      // Already closed: nothing to release.
+    }
+  };
+}
+
+function configure(db: Db, path: string): void {
+  let mode: unknown;
+  try {
+    mode = db.pragma('journal_mode = WAL', { simple: true });
+  } catch (err) {
+    throw new StartupError(
+      `database ${path} is not a SQLite database or is corrupt (${(err as Error).message}); refusing to start: move it aside to start with an empty one`,
+      { cause: err },
+    );
+  }
+  if (mode !== 'wal')
+    throw new StartupError(`database ${path}: cannot switch to WAL (journal_mode is ${String(mode)})`);
+  // NORMAL in WAL mode survives a crash of ferryd (kill -9): committed transactions are in the WAL, which
+  // the kernel holds. Only a power loss can drop the last commits, and then every pod is gone as well;
+  // the stale-endpoint reconciler and CNI GC release what they held. FULL would add an fsync per request.
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  const check = db.pragma('quick_check', { simple: true });
+  if (check !== 'ok') {
+    throw new StartupError(`database ${path} failed its integrity check (${String(check)}); refusing to start`);
+  }
+}
+
+function migrate(db: Db, path: string): void {
+  const current = Number(db.pragma('user_version', { simple: true }));
+  if (current > SCHEMA_VERSION) {
+    throw new StartupError(
+      `database ${path} has schema version ${current}, newer than this ferryd understands (${SCHEMA_VERSION}); refusing to start: run a ferryd at least as new as the one that wrote it`,
+    );
+  }
+  const pending = MIGRATIONS.filter((m) => m.version > current);
+  if (pending.length === 0) return;
+  db.transaction(() => {
+    for (const m of pending) db.exec(m.sql);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  })();
+}

@@ -1,0 +1,142 @@
+/** The pools and addresses tables. Statements are prepared once; callers own transactions. */
+import * as z from 'zod/mini';
+import type { Db } from './db';
+import { type AddressRow, AddressRowSchema, type PoolRow, PoolRowSchema, parseRow } from './rows';
+
+const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
+const CountSchema = z.object({ n: z.number() });
+const FamilyAddressRowSchema = z.extend(AddressRowSchema, { family: z.union([z.literal(4), z.literal(6)]) });
+const AddressListRowSchema = z.extend(AddressRowSchema, {
+  network: z.string(),
+  family: z.union([z.literal(4), z.literal(6)]),
+  container_id: z.nullable(z.string()),
+  if_name: z.nullable(z.string()),
+});
+export type AddressListRow = z.infer<typeof AddressListRowSchema>;
+
+export class PoolStore {
+  readonly #getPool;
+  readonly #insertPool;
+  readonly #updatePoolSubnet;
+  readonly #countAddressesOfPool;
+  readonly #setCursor;
+  readonly #rowsFrom;
+  readonly #getAddress;
+  readonly #assign;
+  readonly #deleteAddress;
+  readonly #addressesOfInterface;
+  readonly #releaseInterface;
+  readonly #sweep;
+  readonly #countByState;
+  readonly #countHeld;
+  readonly #list;
+
+  constructor(db: Db) {
+    this.#getPool = db.prepare('SELECT * FROM pools WHERE network = ? AND family = ?');
+    this.#insertPool = db.prepare('INSERT INTO pools (network, family, subnet) VALUES (?, ?, ?)');
+    this.#updatePoolSubnet = db.prepare('UPDATE pools SET subnet = ?, cursor_hex = NULL WHERE id = ?');
+    this.#countAddressesOfPool = db.prepare('SELECT count(*) AS n FROM addresses WHERE pool_id = ?');
+    this.#setCursor = db.prepare('UPDATE pools SET cursor_hex = ? WHERE id = ?');
+    this.#rowsFrom = db.prepare(
+      'SELECT * FROM addresses WHERE pool_id = ? AND offset_hex >= ? ORDER BY offset_hex LIMIT ?',
+    );
+    this.#getAddress = db.prepare('SELECT * FROM addresses WHERE pool_id = ? AND offset_hex = ?');
+    this.#assign = db.prepare(
+      `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
+       VALUES (?, ?, ?, 'Assigned', ?, ?, NULL)`,
+    );
+    this.#deleteAddress = db.prepare('DELETE FROM addresses WHERE pool_id = ? AND offset_hex = ?');
+    this.#addressesOfInterface = db.prepare(
+      'SELECT a.*, p.family AS family FROM addresses a JOIN pools p ON p.id = a.pool_id WHERE a.interface_id = ? ORDER BY p.family',
+    );
+    this.#releaseInterface = db.prepare(
+      `UPDATE addresses SET state = 'PendingRelease', interface_id = NULL, since_ms = ?, available_at_ms = ?
+       WHERE interface_id = ?`,
+    );
+    this.#sweep = db.prepare(`DELETE FROM addresses WHERE state = 'PendingRelease' AND available_at_ms <= ?`);
+    this.#countHeld = db.prepare(
+      `SELECT count(*) AS n FROM addresses WHERE pool_id = ? AND (state = 'Assigned' OR available_at_ms > ?)`,
+    );
+    this.#countByState = db.prepare('SELECT pool_id, state, count(*) AS n FROM addresses GROUP BY pool_id, state');
+    this.#list = db.prepare(
+      `SELECT a.*, p.network AS network, p.family AS family, i.container_id AS container_id, i.if_name AS if_name
+       FROM addresses a JOIN pools p ON p.id = a.pool_id LEFT JOIN interfaces i ON i.id = a.interface_id
+       WHERE (@network IS NULL OR p.network = @network) AND (@state IS NULL OR a.state = @state)
+       ORDER BY p.network, p.family, a.offset_hex`,
+    );
+  }
+
+  getPool(network: string, family: 4 | 6): PoolRow | undefined {
+    const row = this.#getPool.get(network, family);
+    return row === undefined ? undefined : parseRow(PoolRowSchema, row, 'pools');
+  }
+
+  /**
+   * Makes sure the pool row exists with `subnet`. A subnet change is accepted only while the pool holds
+   * no address: renumbering under live pods would hand their addresses to others.
+   */
+  ensurePool(network: string, family: 4 | 6, subnet: string): PoolRow | { conflict: string; held: number } {
+    const existing = this.getPool(network, family);
+    if (!existing) {
+      const id = Number(this.#insertPool.run(network, family, subnet).lastInsertRowid);
+      return { id, network, family, subnet, cursor_hex: null };
+    }
+    if (existing.subnet === subnet) return existing;
+    const held = parseRow(CountSchema, this.#countAddressesOfPool.get(existing.id), 'addresses').n;
+    if (held > 0) return { conflict: existing.subnet, held };
+    this.#updatePoolSubnet.run(subnet, existing.id);
+    return { ...existing, subnet, cursor_hex: null };
+  }
+
+  setCursor(poolId: number, offsetHex: string): void {
+    this.#setCursor.run(offsetHex, poolId);
+  }
+
+  /** Stored rows at or after `fromHex`, in offset order: what allocation must step over. */
+  rowsFrom(poolId: number, fromHex: string, limit: number): AddressRow[] {
+    return this.#rowsFrom.all(poolId, fromHex, limit).map((r) => parseRow(AddressRowSchema, r, 'addresses'));
+  }
+
+  getAddress(poolId: number, offsetHex: string): AddressRow | undefined {
+    const row = this.#getAddress.get(poolId, offsetHex);
+    return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses');
+  }
+
+  /** Assigns a free offset to an interface (a cooled-down PendingRelease row is replaced). */
+  assign(poolId: number, offsetHex: string, address: string, interfaceId: number, nowMs: number): void {
+    this.#deleteAddress.run(poolId, offsetHex);
+    this.#assign.run(poolId, offsetHex, address, interfaceId, nowMs);
+  }
+
+  addressesOf(interfaceId: number): (AddressRow & { family: 4 | 6 })[] {
+    return this.#addressesOfInterface.all(interfaceId).map((r) => parseRow(FamilyAddressRowSchema, r, 'addresses'));
+  }
+
+  /** Every address of the interface goes to PendingRelease until `availableAtMs`. */
+  releaseInterface(interfaceId: number, nowMs: number, availableAtMs: number): number {
+    return this.#releaseInterface.run(nowMs, availableAtMs, interfaceId).changes;
+  }
+
+  /** PendingRelease rows whose cooldown has passed become Available (their rows disappear). */
+  sweepCooledDown(nowMs: number): number {
+    return this.#sweep.run(nowMs).changes;
+  }
+
+  /** Addresses that cannot be handed out now: Assigned, or still cooling down. */
+  countHeld(poolId: number, nowMs: number): number {
+    return parseRow(CountSchema, this.#countHeld.get(poolId, nowMs), 'addresses').n;
+  }
+
+  countByState(): { poolId: number; state: string; n: number }[] {
+    return this.#countByState.all().map((r) => {
+      const row = parseRow(StateCountSchema, r, 'addresses');
+      return { poolId: row.pool_id, state: row.state, n: row.n };
+    });
+  }
+
+  list(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }): AddressListRow[] {
+    return this.#list
+      .all({ network: filter.network ?? null, state: filter.state ?? null })
+      .map((r) => parseRow(AddressListRowSchema, r, 'addresses'));
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Row schemas: rows come back from a file another process (or an older ferryd) may have written, so
+ * they are parsed like any other input before they become domain types.
+ */
+import * as z from 'zod/mini';
+
+const Int = z.number().check(z.int());
+const OptText = z.nullable(z.string());
+const OptInt = z.nullable(Int);
+
+export const AttachmentRowSchema = z.object({
+  id: Int,
+  network: z.string(),
+  container_id: z.string(),
+  if_name: z.string(),
+  netns: z.string(),
+  pod_namespace: OptText,
+  pod_name: OptText,
+  pod_uid: OptText,
+  pod_infra_container_id: OptText,
+  state: z.enum(['allocated', 'committed']),
+  created_at_ms: Int,
+  updated_at_ms: Int,
+});
+export type AttachmentRow = z.infer<typeof AttachmentRowSchema>;
+
+export const InterfaceRowSchema = z.object({
+  id: Int,
+  attachment_id: Int,
+  position: Int,
+  container_id: z.string(),
+  if_name: z.string(),
+  endpoint_id: z.string(),
+  nic_type: z.enum(['InfraNIC', 'DelegatedNIC']),
+  routes_json: z.string(),
+  mac: OptText,
+  container_if_index: OptInt,
+  host_veth_name: OptText,
+  host_if_name: OptText,
+  device_mac: OptText,
+});
+export type InterfaceRow = z.infer<typeof InterfaceRowSchema>;
+
+export const AddressRowSchema = z.object({
+  pool_id: Int,
+  offset_hex: z.string(),
+  address: z.string(),
+  state: z.enum(['Assigned', 'PendingRelease']),
+  interface_id: OptInt,
+  since_ms: Int,
+  available_at_ms: OptInt,
+});
+export type AddressRow = z.infer<typeof AddressRowSchema>;
+
+export const PoolRowSchema = z.object({
+  id: Int,
+  network: z.string(),
+  family: z.union([z.literal(4), z.literal(6)]),
+  subnet: z.string(),
+  cursor_hex: OptText,
+});
+export type PoolRow = z.infer<typeof PoolRowSchema>;
+
+/** Parses one row; a row that does not fit is a corrupt store and is reported as such. */
+export function parseRow<T>(schema: z.ZodMiniType<T>, row: unknown, table: string): T {
+  const r = schema.safeParse(row);
+  if (r.success) return r.data;
+  throw new Error(`corrupt ${table} row ${JSON.stringify(row)}: ${r.error.issues[0]?.message ?? 'invalid'}`);
+}

@@ -1,0 +1,65 @@
+/**
+ * Unit-test harness: a real SQLite file in a fresh temp dir, the real services and app, a clock the
+ * test moves. Everything is closed through onTestFinished the moment it exists.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { TestContext } from 'vitest';
+import { buildApp, type FerrydApp } from '../app';
+import { type FerrydConfig, validateConfig } from '../config';
+import { buildServices, type Services } from '../services';
+import { openDatabase } from '../store/db';
+
+export interface Harness {
+  app: FerrydApp;
+  services: Services;
+  config: FerrydConfig;
+  dir: string;
+  clock: { now: number };
+}
+
+export function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-unit-'));
+  t.onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function testConfig(dir: string, overrides: Record<string, unknown> = {}): FerrydConfig {
+  return validateConfig(
+    {
+      socket: join(dir, 'ferryd.sock'),
+      database: join(dir, 'ferry.db'),
+      deleteQueue: join(dir, 'queue'),
+      logLevel: 'silent',
+      networks: [{ name: 'ferry', ipv4: { subnet: '10.244.1.0/24' }, ipv6: { subnet: 'fd00:10:244:1::/64' } }],
+      ...overrides,
+    },
+    'test',
+  );
+}
+
+export async function useApp(
+  t: TestContext,
+  overrides: Record<string, unknown> = {},
+  opts: { ready?: boolean; surface?: 'unix' | 'tcp'; tokens?: { read: string; admin?: string } } = {},
+): Promise<Harness> {
+  const dir = tempDir(t);
+  const config = testConfig(dir, overrides);
+  const store = openDatabase(config.database);
+  t.onTestFinished(() => store.close());
+  const clock = { now: Date.UTC(2026, 10, 30, 12, 0, 0) };
+  const services = buildServices(config, store.db, {
+    log: pino({ level: 'silent' }),
+    now: () => clock.now,
+    defaultMetrics: false,
+  });
+  const app = await buildApp(services.deps, {
+    surface: opts.surface ?? 'unix',
+    ...(opts.tokens ? { tokens: opts.tokens } : {}),
+  });
+  t.onTestFinished(() => app.close());
+  if (opts.ready !== false) services.deps.lifecycle.markReady();
+  return { app, services, config, dir, clock };
+}

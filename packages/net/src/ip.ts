@@ -1,0 +1,152 @@
+import type * as z from 'zod/mini';
+import { type BatchLine, IpBatch, quoteBatchWord } from './batch';
+import { describeNetns, ipArgv, type Netns } from './netns';
+import { isNoDevice, NetError, type Runner, type RunResult } from './run';
+import { IpAddrListSchema, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
+
+/** An address as `ip -j addr` shows it. */
+export interface LinkAddress {
+  family: 4 | 6;
+  local: string;
+  prefixlen: number;
+  scope?: string;
+}
+
+/** A route of the main table, with its family made explicit. */
+export interface LinkRoute extends IpRoute {
+  family: 4 | 6;
+}
+
+/**
+ * iproute2 through a Runner. Every method takes the namespace it works in; reads parse `ip -j` with zod
+ * and "not there" is a value (`undefined`, `'absent'`), never an exception.
+ */
+export class Ip {
+  readonly #run: Runner;
+
+  constructor(run: Runner) {
+    this.#run = run;
+  }
+
+  /**
+   * Runs every line of `batch` in `ns` in one process and returns the parsed JSON of its show lines, in
+   * order. `what` names the operation in the error. Throws NetError naming the line that failed.
+   */
+  async apply(ns: Netns, batch: IpBatch, what: string): Promise<unknown[]> {
+    const lines = batch.lines;
+    if (lines.length === 0) return [];
+    const hasJson = lines.some((l) => l.json);
+    const quoted = lines.map((l) => l.args.map(quoteBatchWord));
+    if (quoted.some((words) => words.some((w) => w === undefined))) return this.#applyOneByOne(ns, lines, what);
+    const global = hasJson ? ['-j', '-d'] : [];
+    const argv = ipArgv(ns, [...global, '-batch', '-']);
+    const input = `${quoted.map((words) => words.join(' ')).join('\n')}\n`;
+    const r = await this.#run(argv, input);
+    if (r.exitCode !== 0) {
+      const failed = /Command failed -:(\d+)/.exec(r.stderr);
+      const line = failed ? lines[Number(failed[1]) - 1] : undefined;
+      const where = line ? ` (ip ${line.args.join(' ')})` : '';
+      throw new NetError(`${what} in ${describeNetns(ns)}${where}`, r, argv);
+    }
+    return hasJson ? parseJsonLines(r.stdout) : [];
+  }
+
+  async #applyOneByOne(ns: Netns, lines: readonly BatchLine[], what: string): Promise<unknown[]> {
+    const out: unknown[] = [];
+    for (const line of lines) {
+      const argv = ipArgv(ns, line.json ? ['-j', '-d', ...line.args] : [...line.args]);
+      const r = await this.#run(argv);
+      if (r.exitCode !== 0) throw new NetError(`${what} in ${describeNetns(ns)} (ip ${line.args.join(' ')})`, r, argv);
+      if (line.json) out.push(...parseJsonLines(r.stdout));
+    }
+    return out;
+  }
+
+  /** The link called `name` in `ns`, or undefined when there is none. */
+  async getLink(ns: Netns, name: string): Promise<IpLink | undefined> {
+    const r = await this.#show(ns, ['link', 'show', 'dev', name], `look up link ${name}`);
+    if (r === 'absent') return undefined;
+    return parseOne(IpLinkListSchema, r, `link ${name}`)[0];
+  }
+
+  /** Every link in `ns`. */
+  async listLinks(ns: Netns): Promise<IpLink[]> {
+    const r = await this.#show(ns, ['link', 'show'], 'list links');
+    return r === 'absent' ? [] : parseOne(IpLinkListSchema, r, 'links');
+  }
+
+  /** The addresses of `dev`, or undefined when there is no such link. */
+  async listAddresses(ns: Netns, dev: string): Promise<LinkAddress[] | undefined> {
+    const r = await this.#show(ns, ['addr', 'show', 'dev', dev], `list addresses of ${dev}`);
+    if (r === 'absent') return undefined;
+    return toAddresses(parseOne(IpAddrListSchema, r, `addresses of ${dev}`));
+  }
+
+  /** The routes of the main table, both families. */
+  async listRoutes(ns: Netns): Promise<LinkRoute[]> {
+    const r = await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
+    return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
+  }
+
+  /** Deletes link `name` (a veth takes its peer along). */
+  async deleteLink(ns: Netns, name: string): Promise<'deleted' | 'absent'> {
+    const argv = ipArgv(ns, ['link', 'del', 'dev', name]);
+    const r = await this.#run(argv);
+    if (r.exitCode === 0) return 'deleted';
+    if (isNoDevice(r.stderr)) return 'absent';
+    throw new NetError(`delete link ${name} in ${describeNetns(ns)}`, r, argv);
+  }
+
+  async #show(ns: Netns, args: string[], what: string): Promise<unknown[] | 'absent'> {
+    const argv = ipArgv(ns, ['-j', '-d', ...args]);
+    const r: RunResult = await this.#run(argv);
+    if (r.exitCode !== 0) {
+      if (isNoDevice(r.stderr)) return 'absent';
+      throw new NetError(`${what} in ${describeNetns(ns)}`, r, argv);
+    }
+    return parseJsonLines(r.stdout);
+  }
+}
+
+/** `ip -j -batch` prints one JSON array per show line, each on its own line. */
+export function parseJsonLines(stdout: string): unknown[] {
+  const out: unknown[] = [];
+  for (const line of stdout.split('\n')) {
+    const t = line.trim();
+    if (t) out.push(JSON.parse(t));
+  }
+  return out;
+}
+
+/** Parses the first JSON document of a show with `schema`; a mismatch is a NetError naming `what`. */
+export function parseOne<T>(schema: z.ZodMiniType<T>, docs: unknown[], what: string): T {
+  const r = schema.safeParse(docs[0] ?? []);
+  if (r.success) return r.data;
+  throw new NetError(`parse ip output for ${what}`, { exitCode: 0, stdout: '', stderr: r.error.message }, []);
+}
+
+export function toAddresses(links: z.infer<typeof IpAddrListSchema>): LinkAddress[] {
+  return (links[0]?.addr_info ?? []).map((a) => ({
+    family: a.family === 'inet6' ? 6 : 4,
+    local: a.local,
+    prefixlen: a.prefixlen,
+    ...(a.scope ? { scope: a.scope } : {}),
+  }));
+}
+
+/**
+ * `route show table all` mixes families and tables; keep the main table and tell the families apart.
+ * IPv6 routes are the ones whose dst or gateway contains a colon, or that carry `pref` (the kernel
+ * prints a router preference only for IPv6).
+ */
+export function toMainRoutes(routes: IpRoute[]): LinkRoute[] {
+  return routes
+    .filter((r) => r.table === undefined || r.table === 'main')
+    .filter((r) => r.type === undefined || r.type === 'unicast')
+    .map((r) => ({
+      ...r,
+      family: r.dst.includes(':') || r.gateway?.includes(':') || r.pref !== undefined ? 6 : 4,
+    }));
+}
+
+export { IpBatch };

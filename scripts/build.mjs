@@ -1,0 +1,64 @@
+#!/usr/bin/env node
+// pnpm build: dist/bin/{ferry-cni,ferryd,ferryctl} (DESIGN.md "Entry points").
+// ferry-cni is one self-contained executable (bun build --compile, see docs/shipping.md for the numbers
+// that chose it); ferryd and ferryctl are Node bundles with their native addons copied to dist/lib.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = join(root, 'dist', 'bin');
+const lib = join(root, 'dist', 'lib');
+const bun = join(root, 'node_modules', '.bin', 'bun');
+const only = process.argv.slice(2);
+const wants = (name) => only.length === 0 || only.includes(name);
+
+mkdirSync(bin, { recursive: true });
+mkdirSync(lib, { recursive: true });
+
+function run(args) {
+  execFileSync(bun, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
+}
+
+// The bundle and the native addons it loads live in dist/lib (addons are found relative to the bundle);
+// dist/bin/NAME is a two-line launcher, because an extension-less file cannot be an ES module.
+function nodeBundle(entry, name) {
+  run([
+    'build',
+    entry,
+    '--target=node',
+    '--format=esm',
+    '--outdir',
+    lib,
+    '--entry-naming',
+    `${name}.mjs`,
+    '--asset-naming',
+    '[name].[ext]',
+    '--minify-syntax',
+    '--sourcemap=linked',
+  ]);
+  const launcher = join(bin, name);
+  writeFileSync(launcher, `#!/usr/bin/env -S node --enable-source-maps\nimport('../lib/${name}.mjs');\n`);
+  chmodSync(launcher, 0o755);
+}
+
+if (wants('ferryd')) {
+  nodeBundle('packages/cns-daemon/src/bin/ferryd.ts', 'ferryd');
+  const require = createRequire(join(root, 'packages/cns-daemon/package.json'));
+  const sqliteDir = dirname(realpathSync(require.resolve('better-sqlite3/package.json')));
+  copyFileSync(join(sqliteDir, 'build', 'Release', 'better_sqlite3.node'), join(lib, 'better_sqlite3.node'));
+}
+if (wants('ferryctl')) nodeBundle('packages/ferryctl/src/bin/ferryctl.ts', 'ferryctl');
+if (wants('ferry-cni')) {
+  run([
+    'build',
+    'packages/cni-shim/src/bin/ferry-cni.ts',
+    '--compile',
+    '--minify',
+    '--bytecode',
+    '--outfile',
+    join(bin, 'ferry-cni'),
+  ]);
+}
