@@ -38,8 +38,8 @@ export class Operator {
       if (q.pod && a.pod_name !== q.pod) continue;
       for (const i of endpoints.interfacesOf(a.id)) {
         if (q.nicType && i.nic_type !== q.nicType) continue;
-        let ep = byContainer.get(a.container_id);
-        if (!ep) byContainer.set(a.container_id, (ep = { containerId: a.container_id, interfaces: [] }));
+        const ep = byContainer.get(a.container_id) ?? { containerId: a.container_id, interfaces: [] };
+        byContainer.set(a.container_id, ep);
         ep.interfaces.push(toRecord(a, i, ipam));
       }
     }

@@ -77,6 +77,7 @@ function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
   const out: [bigint, bigint][] = [];
   for (const [lo, hi] of sorted) {
     const prev = out.at(-1);
+    // biome-ignore lint/complexity/useMathMinMax: Math.max does not take BigInt.
     if (prev && lo <= prev[1] + 1n) prev[1] = hi > prev[1] ? hi : prev[1];
     else out.push([lo, hi]);
   }
