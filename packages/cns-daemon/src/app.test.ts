@@ -283,3 +283,18 @@ test('the TCP surface has no shim routes and checks bearer tokens', async (t) =>
   expect(admin.statusCode).toBe(200);
   expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
 });
+
+test('invariants hold after normal use and report a corrupted store', async (t) => {
+  const h = await useApp(t);
+  await allocate(h, 'c1');
+  await allocate(h, 'c2');
+  const ok = await h.app.inject({ method: 'GET', url: '/v1/operator/invariants' });
+  expect(ok.json()).toEqual({ ok: true, violations: [] });
+  // Break the store behind ferryd's back: c2 loses its IPv4 address row.
+  h.db.prepare("DELETE FROM addresses WHERE address = '10.244.1.2'").run();
+  const bad = (await h.app.inject({ method: 'GET', url: '/v1/operator/invariants' })).json();
+  expect(bad.ok).toBe(false);
+  expect(bad.violations).toEqual([
+    { kind: 'endpoint-without-address', subject: 'c2/eth0', msg: 'InfraNIC on network "ferry" holds no IPv4 address' },
+  ]);
+});

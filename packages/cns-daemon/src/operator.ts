@@ -4,12 +4,19 @@
  */
 
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
-import type { AddressRecord, EndpointListQuery, PoolUsage, ReconcileResult } from '@ferry/shared-types/api/operator';
+import type {
+  AddressRecord,
+  EndpointListQuery,
+  InvariantReport,
+  PoolUsage,
+  ReconcileResult,
+} from '@ferry/shared-types/api/operator';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
 import { fromBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
 import type { EndpointStore } from './store/endpoints';
+import type { Invariants } from './store/invariants';
 import type { PoolStore } from './store/pools';
 
 export interface OperatorDeps {
@@ -17,6 +24,7 @@ export interface OperatorDeps {
   pools: PoolStore;
   ipam: Ipam;
   attachments: Attachments;
+  invariants: Invariants;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -98,5 +106,10 @@ export class Operator {
 
   reconcile(): Promise<ReconcileResult> {
     return this.#d.reconcile();
+  }
+
+  invariants(): InvariantReport {
+    const violations = this.#d.invariants.check();
+    return { ok: violations.length === 0, violations };
   }
 }

@@ -13,6 +13,7 @@ import { Operator } from './operator';
 import { Reconciler } from './reconcile/reconciler';
 import type { Db } from './store/db';
 import { EndpointStore } from './store/endpoints';
+import { Invariants } from './store/invariants';
 import { PoolStore } from './store/pools';
 
 export interface Services {
@@ -35,7 +36,16 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const lifecycle = new Lifecycle();
   const attachments = new Attachments({ db, endpoints, ipam, now });
   const reconciler = new Reconciler({ ipam, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
-  const operator = new Operator({ endpoints, pools, ipam, attachments, now, reconcile: () => reconciler.runOnce() });
+  const invariants = new Invariants(db, ipam);
+  const operator = new Operator({
+    endpoints,
+    pools,
+    ipam,
+    attachments,
+    invariants,
+    now,
+    reconcile: () => reconciler.runOnce(),
+  });
   const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
   const metrics = new Metrics(
     {

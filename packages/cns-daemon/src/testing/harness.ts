@@ -10,12 +10,13 @@ import type { TestContext } from 'vitest';
 import { buildApp, type FerrydApp } from '../app';
 import { type FerrydConfig, validateConfig } from '../config';
 import { buildServices, type Services } from '../services';
-import { openDatabase } from '../store/db';
+import { type Db, openDatabase } from '../store/db';
 
 export interface Harness {
   app: FerrydApp;
   services: Services;
   config: FerrydConfig;
+  db: Db;
   dir: string;
   clock: { now: number };
 }
@@ -61,5 +62,5 @@ export async function useApp(
   });
   t.onTestFinished(() => app.close());
   if (opts.ready !== false) services.deps.lifecycle.markReady();
-  return { app, services, config, dir, clock };
+  return { app, services, config, db: store.db, dir, clock };
 }

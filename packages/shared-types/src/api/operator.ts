@@ -66,3 +66,25 @@ export const ReconcileResultSchema = z.strictObject({
   staleReleased: z.number().check(z.int()),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResultSchema>;
+
+/** One broken invariant of the store (ferryctl doctor shows these). */
+export const ViolationSchema = z.strictObject({
+  kind: z.enum([
+    'address-without-endpoint',
+    'endpoint-without-address',
+    'address-twice',
+    'attachment-without-interfaces',
+    'address-outside-pool',
+    'device-twice',
+  ]),
+  /** What it is about: an address, a containerId/ifName, a MAC. */
+  subject: z.string(),
+  msg: z.string(),
+});
+export type Violation = z.infer<typeof ViolationSchema>;
+
+export const InvariantReportSchema = z.strictObject({
+  ok: z.boolean(),
+  violations: z.array(ViolationSchema),
+});
+export type InvariantReport = z.infer<typeof InvariantReportSchema>;

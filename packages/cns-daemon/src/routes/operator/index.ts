@@ -6,6 +6,7 @@ import {
   AddressListSchema,
   EndpointListQuerySchema,
   EndpointListSchema,
+  InvariantReportSchema,
   PoolListSchema,
   ReconcileResultSchema,
 } from '@ferry/shared-types/api/operator';
@@ -105,5 +106,16 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
     '/v1/operator/reconcile',
     { schema: { summary: 'Run one reconcile pass now', response: { 200: ReconcileResultSchema, ...errors } } },
     async () => operator.reconcile(),
+  );
+
+  app.get(
+    '/v1/operator/invariants',
+    {
+      schema: {
+        summary: "Check the store's invariants (what ferryctl doctor reports)",
+        response: { 200: InvariantReportSchema, ...errors },
+      },
+    },
+    async () => operator.invariants(),
   );
 };

@@ -1,0 +1,157 @@
+/**
+ * ferryd as a process: a real socket, a real database file, killed and restarted for real.
+ */
+import { statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
+import { execa } from 'execa';
+import { describe, expect, test } from 'vitest';
+import { useFerryd } from '../fixtures/ferryd';
+import { useNetns } from '../fixtures/netns';
+import { DIST_BIN } from '../fixtures/paths';
+import { useTmpDir } from '../fixtures/tmp';
+
+const attach = (containerId: string, network = 'ferry') => ({
+  network,
+  containerId,
+  ifName: 'eth0',
+  netns: `/var/run/netns/${containerId}`,
+});
+
+interface AllocationBody {
+  generation: number;
+  nics: { addresses: { address: string }[] }[];
+}
+const addressesOf = (body: unknown) => (body as AllocationBody).nics.flatMap((n) => n.addresses.map((a) => a.address));
+
+describe('ferryd over its unix socket', () => {
+  test('allocate → commit → get → release → GC round trips', async (t) => {
+    const node = await useNetns(t, 'node');
+    const ferryd = await useFerryd(t, { netns: node });
+    const sock = statSync(ferryd.socket);
+    expect(sock.mode & 0o777).toBe(0o600);
+    expect(statSync(dirname(ferryd.socket)).mode & 0o777).toBe(0o700);
+
+    const a = await ferryd.request('POST', '/v1/allocations', attach('c1'));
+    expect(a.status, a.body).toBe(200);
+    const generation = (a.json as AllocationBody).generation;
+    const put = await ferryd.request('PUT', '/v1/endpoints/c1', {
+      network: 'ferry',
+      ifName: 'eth0',
+      generation,
+      nics: [{ ifName: 'eth0', mac: '0a:58:0a:f4:01:01', containerIfIndex: 7 }],
+    });
+    expect(put.status, put.body).toBe(200);
+    const get = await ferryd.request('GET', '/v1/endpoints/c1');
+    expect(get.json).toMatchObject({ containerId: 'c1', interfaces: [{ state: 'committed', containerIfIndex: 7 }] });
+
+    await ferryd.request('POST', '/v1/allocations', attach('c2'));
+    const gc = await ferryd.request('POST', '/v1/gc', {
+      network: 'ferry',
+      validAttachments: [{ containerId: 'c1', ifName: 'eth0' }],
+    });
+    expect((gc.json as { removed: { containerId: string }[] }).removed.map((r) => r.containerId)).toEqual(['c2']);
+
+    const rel = await ferryd.request('DELETE', '/v1/endpoints/c1?network=ferry&ifName=eth0');
+    expect(rel.status).toBe(200);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+    expect((await ferryd.request('GET', '/v1/endpoints/c1')).status).toBe(404);
+  });
+
+  test('200 concurrent allocations on separate connections get 200 distinct addresses; exhaustion at 254', async (t) => {
+    const node = await useNetns(t, 'node');
+    const ferryd = await useFerryd(t, {
+      netns: node,
+      config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.50.0.0/24' } }] },
+    });
+    const ids = Array.from({ length: 200 }, (_, i) => `ctr${i}`);
+    const results = await Promise.all(ids.map((id) => ferryd.request('POST', '/v1/allocations', attach(id))));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    const addrs = results.flatMap((r) => addressesOf(r.json));
+    expect(new Set(addrs).size).toBe(200);
+
+    const again = await Promise.all(
+      ids.slice(0, 20).map((id) => ferryd.request('POST', '/v1/allocations', attach(id))),
+    );
+    expect(again.map((r) => addressesOf(r.json))).toEqual(results.slice(0, 20).map((r) => addressesOf(r.json)));
+
+    // A /24 has 254 allocatable addresses: 54 more succeed, the 255th is refused with code 100.
+    const rest = await Promise.all(
+      Array.from({ length: 55 }, (_, i) => ferryd.request('POST', '/v1/allocations', attach(`more${i}`))),
+    );
+    expect(rest.filter((r) => r.status === 200)).toHaveLength(54);
+    const refused = rest.filter((r) => r.status !== 200);
+    expect(refused.map((r) => r.json)).toEqual([expect.objectContaining({ code: 100 })]);
+    expect(await ferryd.assignedAddresses()).toHaveLength(254);
+    const inv = await ferryd.request('GET', '/v1/operator/invariants');
+    expect(inv.json).toEqual({ ok: true, violations: [] });
+  });
+
+  test('kill -9 in the middle of allocations and releases: the database stays whole and consistent', async (t) => {
+    const node = await useNetns(t, 'node');
+    const ferryd = await useFerryd(t, { netns: node, config: { logLevel: 'warn' } });
+    let stop = false;
+    const worker = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        const id = `w${w}-${i}`;
+        const r = await ferryd.request('POST', '/v1/allocations', attach(id)).catch(() => undefined);
+        if (!r) return;
+        if (i % 2 === 0)
+          await ferryd.request('DELETE', `/v1/endpoints/${id}?network=ferry&ifName=eth0`).catch(() => undefined);
+      }
+    };
+    const workers = Array.from({ length: 8 }, (_, w) => worker(w));
+    // Let the stream run, then kill mid-flight.
+    await new Promise((res) => setTimeout(res, 400));
+    await ferryd.kill('SIGKILL');
+    stop = true;
+    await Promise.all(workers);
+
+    const raw = new Database(ferryd.database, { readonly: true, fileMustExist: true });
+    try {
+      expect(raw.pragma('integrity_check', { simple: true })).toBe('ok');
+    } finally {
+      raw.close();
+    }
+    await ferryd.start();
+    const inv = await ferryd.request('GET', '/v1/operator/invariants');
+    expect(inv.json).toEqual({ ok: true, violations: [] });
+    const assigned = await ferryd.assignedAddresses();
+    expect(new Set(assigned).size).toBe(assigned.length);
+    expect(assigned.length).toBeGreaterThan(0);
+  });
+
+  test('a second ferryd on the same database refuses to start, naming the lock', async (t) => {
+    const node = await useNetns(t, 'node');
+    const ferryd = await useFerryd(t, { netns: node });
+    const second = await execa(
+      `${DIST_BIN}/ferryd`,
+      ['--config', ferryd.configPath, '--socket', `${ferryd.dir}/other.sock`],
+      {
+        reject: false,
+        timeout: 20_000,
+      },
+    );
+    expect(second.exitCode).toBe(1);
+    expect(second.stderr).toMatch(/^ferryd: database .* is in use by another ferryd/m);
+    expect((await ferryd.request('GET', '/readyz')).status).toBe(200);
+  });
+
+  test('bad config is refused with a message naming the field', async (t) => {
+    const file = join(useTmpDir(t, 'config'), 'ferryd.json');
+    writeFileSync(file, JSON.stringify({ networks: [{ name: 'x', ipv4: { subnet: '10.0.0.1/24' } }] }));
+    const r = await execa(`${DIST_BIN}/ferryd`, ['--config', file], { reject: false });
+    expect(r.exitCode).toBe(1);
+    expect(r.stderr).toContain('networks[0].ipv4.subnet: "10.0.0.1/24" has host bits set');
+  });
+
+  test('SIGTERM: ready turns false, the process exits 0', async (t) => {
+    const node = await useNetns(t, 'node');
+    const ferryd = await useFerryd(t, { netns: node });
+    await ferryd.request('POST', '/v1/allocations', attach('c1'));
+    await ferryd.stop();
+    expect(ferryd.log()).toContain('ferryd stopped');
+    await ferryd.start();
+    expect(await ferryd.assignedAddresses()).toHaveLength(2);
+  });
+});

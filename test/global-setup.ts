@@ -1,0 +1,51 @@
+/**
+ * Before the e2e suite: the build must exist (the suite runs dist/bin, never sources), and whatever a
+ * killed earlier run left behind is removed: its ferry-t-* namespaces, the processes it started
+ * (ended by the PIDs it recorded), its temp dirs. After the suite: the same sweep for this run.
+ */
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { DIST_BIN, PID_DIR, PREFIX } from './fixtures/paths';
+
+async function sweep(): Promise<void> {
+  if (existsSync(PID_DIR)) {
+    for (const pid of readdirSync(PID_DIR)) {
+      let cmdline = '';
+      try {
+        cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        // Gone already.
+      }
+      // Only a process still running one of our binaries: a recycled PID belongs to someone else.
+      if (cmdline.includes('ferry')) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // Exited meanwhile.
+        }
+      }
+      rmSync(join(PID_DIR, pid), { force: true });
+    }
+  }
+  const list = await execa('ip', ['-j', 'netns', 'list'], { reject: false });
+  const names: { name: string }[] = list.stdout.trim() ? JSON.parse(list.stdout) : [];
+  for (const { name } of names) {
+    if (name.startsWith(PREFIX)) await execa('ip', ['netns', 'del', name], { reject: false });
+  }
+  for (const entry of readdirSync('/tmp')) {
+    if (entry.startsWith(PREFIX) && entry !== `${PREFIX}pids`)
+      rmSync(join('/tmp', entry), { recursive: true, force: true });
+  }
+}
+
+export async function setup(): Promise<() => Promise<void>> {
+  for (const bin of ['ferryd', 'ferry-cni']) {
+    if (!existsSync(join(DIST_BIN, bin))) throw new Error(`dist/bin/${bin} is missing: run \`pnpm build\` first`);
+  }
+  if (process.getuid?.() !== 0) throw new Error('the e2e suite needs root (network namespaces)');
+  await sweep();
+  return async () => {
+    if (process.env.FERRY_KEEP_NETNS !== '1') await sweep();
+  };
+}
