@@ -24,7 +24,7 @@ function run(args) {
 
 // The bundle and the native addons it loads live in dist/lib (addons are found relative to the bundle);
 // dist/bin/NAME is a two-line launcher, because an extension-less file cannot be an ES module.
-function nodeBundle(entry, name) {
+function nodeBundle(entry, name, { launcher = true } = {}) {
   run([
     'build',
     entry,
@@ -39,9 +39,10 @@ function nodeBundle(entry, name) {
     '--minify-syntax',
     '--sourcemap=linked',
   ]);
-  const launcher = join(bin, name);
-  writeFileSync(launcher, `#!/usr/bin/env -S node --enable-source-maps\nimport('../lib/${name}.mjs');\n`);
-  chmodSync(launcher, 0o755);
+  if (!launcher) return;
+  const file = join(bin, name);
+  writeFileSync(file, `#!/usr/bin/env -S node --enable-source-maps\nimport('../lib/${name}.mjs');\n`);
+  chmodSync(file, 0o755);
 }
 
 if (wants('ferryd')) {
@@ -52,12 +53,15 @@ if (wants('ferryd')) {
 }
 if (wants('ferryctl')) nodeBundle('packages/ferryctl/src/bin/ferryctl.ts', 'ferryctl');
 if (wants('ferry-cni')) {
+  // The same shim through the Node runtime, for the e2e suite only (not an entry point).
+  nodeBundle('packages/cni-shim/src/bin/ferry-cni-node.ts', 'ferry-cni-node', { launcher: false });
   run([
     'build',
     'packages/cni-shim/src/bin/ferry-cni.ts',
     '--compile',
     '--minify',
     '--bytecode',
+    '--format=esm',
     '--outfile',
     join(bin, 'ferry-cni'),
   ]);

@@ -115,6 +115,11 @@ export class IpBatch {
     return this.#push(['addr', 'show', 'dev', dev], true);
   }
 
+  /** Every link with its MAC and addresses: one JSON document for a whole namespace. */
+  showAllAddrs(): this {
+    return this.#push(['addr', 'show'], true);
+  }
+
   /** Every route of every table and family (batch lines cannot switch family, `table all` shows both). */
   showRoutes(): this {
     return this.#push(['route', 'show', 'table', 'all'], true);

@@ -2,7 +2,14 @@ import type * as z from 'zod/mini';
 import { type BatchLine, IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, NetError, type Runner, type RunResult } from './run';
-import { IpAddrListSchema, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
+import {
+  type IpAddrLink,
+  IpAddrListSchema,
+  type IpLink,
+  IpLinkListSchema,
+  type IpRoute,
+  IpRouteListSchema,
+} from './schemas';
 
 /** An address as `ip -j addr` shows it. */
 export interface LinkAddress {
@@ -79,7 +86,7 @@ export class Ip {
   async listAddresses(ns: Netns, dev: string): Promise<LinkAddress[] | undefined> {
     const r = await this.#show(ns, ['addr', 'show', 'dev', dev], `list addresses of ${dev}`);
     if (r === 'absent') return undefined;
-    return toAddresses(parseOne(IpAddrListSchema, r, `addresses of ${dev}`));
+    return toAddresses(parseOne(IpAddrListSchema, r, `addresses of ${dev}`)[0]);
   }
 
   /** The routes of the main table, both families. */
@@ -125,8 +132,9 @@ export function parseOne<T>(schema: z.ZodMiniType<T>, docs: unknown[], what: str
   throw new NetError(`parse ip output for ${what}`, { exitCode: 0, stdout: '', stderr: r.error.message }, []);
 }
 
-export function toAddresses(links: z.infer<typeof IpAddrListSchema>): LinkAddress[] {
-  return (links[0]?.addr_info ?? []).map((a) => ({
+/** The addresses of one `ip -j addr` link entry. */
+export function toAddresses(link: IpAddrLink | undefined): LinkAddress[] {
+  return (link?.addr_info ?? []).map((a) => ({
     family: a.family === 'inet6' ? 6 : 4,
     local: a.local,
     prefixlen: a.prefixlen,

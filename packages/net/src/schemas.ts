@@ -24,8 +24,11 @@ export const IpAddrInfoSchema = z.looseObject({
 export const IpAddrLinkSchema = z.looseObject({
   ifindex: z.number(),
   ifname: z.string(),
+  address: z.optional(z.string()),
+  flags: z.optional(z.array(z.string())),
   addr_info: z.array(IpAddrInfoSchema),
 });
+export type IpAddrLink = z.infer<typeof IpAddrLinkSchema>;
 export const IpAddrListSchema = z.array(IpAddrLinkSchema);
 
 export const IpRouteSchema = z.looseObject({

@@ -1,0 +1,50 @@
+/**
+ * ADD (DESIGN.md "The two flows"): wait for ferryd → allocate → build each NIC → commit → result.
+ * Anything that fails after allocate is undone in reverse order before the error is printed.
+ */
+import type { AnyResult } from '@ferry/shared-types/cni/result';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { ShimConf } from '../config';
+import type { Deps } from '../deps';
+import type { CmdArgs } from '../env';
+import { type BuiltInfraNic, buildInfraNic } from '../nic/infra';
+import { toResult } from '../result';
+import { Rollback } from '../rollback';
+import { attachmentOf } from './attachment';
+
+export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
+  const undo = new Rollback();
+  try {
+    await d.daemon.waitReady(d.addWaitMs);
+    const alloc = await d.daemon.allocate(attachmentOf(args, conf));
+    undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName));
+    let infra: BuiltInfraNic | undefined;
+    for (const plan of alloc.nics) {
+      if (plan.nicType !== 'InfraNIC') {
+        throw new CniError(
+          Code.UnsupportedNicType,
+          `build ${plan.nicType} ${plan.ifName}: not supported by this ferry-cni`,
+        );
+      }
+      const mac = conf.runtimeConfig?.mac;
+      infra = await buildInfraNic(
+        { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) },
+        undo,
+        d,
+      );
+    }
+    if (!infra) throw new CniError(Code.DaemonProtocol, 'ferryd planned no InfraNIC');
+    await d.daemon.commit(args.containerId, {
+      network: conf.name,
+      ifName: args.ifName,
+      generation: alloc.generation,
+      nics: [{ ifName: infra.ifName, mac: infra.mac, containerIfIndex: infra.containerIfIndex }],
+    });
+    undo.commit();
+    d.log.info({ generation: alloc.generation, mac: infra.mac, containerIfIndex: infra.containerIfIndex }, 'added');
+    return toResult(conf, args.netns, alloc, { infra });
+  } catch (err) {
+    await undo.unwind(d.log);
+    throw err;
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * GC (CNI 1.1): ferryd releases every attachment of this network that is not listed valid (libcni
+ * sends both `cni.dev/valid-attachments` and the older `cni.dev/attachments`); the shim deletes the
+ * host veths of what was released. Errors do not stop it; they are all reported at the end.
+ */
+import { SELF } from '@ferry/net';
+import { containerIdProblem, ifNameProblem } from '@ferry/shared-types/cni/validate';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { ShimConf } from '../config';
+import type { Deps } from '../deps';
+import type { CmdArgs } from '../env';
+
+export async function cmdGc(_args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
+  const listed = conf['cni.dev/valid-attachments'] ?? conf['cni.dev/attachments'] ?? [];
+  // An ID Ferry would never have accepted cannot name one of its attachments.
+  const valid = listed
+    .filter((a) => !containerIdProblem(a.containerID) && !ifNameProblem(a.ifname))
+    .map((a) => ({ containerId: a.containerID, ifName: a.ifname }));
+  const r = await d.daemon.gc({ network: conf.name, validAttachments: valid });
+  const errors = r.errors.map((e) => `${e.containerId}/${e.ifName}: ${e.msg}`);
+  for (const rec of r.removed) {
+    if (!rec.hostVethName) continue;
+    try {
+      await d.ip.deleteLink(SELF, rec.hostVethName);
+    } catch (err) {
+      errors.push(`${rec.containerId}/${rec.ifName}: ${(err as Error).message}`);
+    }
+  }
+  d.log.info({ removed: r.removed.length, errors: errors.length }, 'garbage collected');
+  if (errors.length > 0) {
+    throw new CniError(
+      Code.NetlinkFailure,
+      `gc network "${conf.name}": ${errors.length} attachments not fully removed`,
+      errors.join('; '),
+    );
+  }
+  return undefined;
+}

@@ -1,0 +1,147 @@
+/**
+ * ferryd's API as the shim uses it: every call has a connect timeout and a total deadline, every answer
+ * is parsed with the shared schemas (our own daemon is still a boundary). "Unreachable" (no socket,
+ * refused, timed out) is DaemonUnreachable, code 11; an answer with an error body is passed through
+ * with the daemon's code; anything else is DaemonProtocol.
+ */
+import { type AllocateRequest, type Allocation, AllocationSchema } from '@ferry/shared-types/api/allocations';
+import {
+  type CommitRequest,
+  type Endpoint,
+  EndpointSchema,
+  type ReleaseResult,
+  ReleaseResultSchema,
+} from '@ferry/shared-types/api/endpoints';
+import { type GcRequest, type GcResult, GcResultSchema } from '@ferry/shared-types/api/gc';
+import { ReadinessSchema, type Status, StatusSchema } from '@ferry/shared-types/api/status';
+import { CniError, CniErrorSchema, Code, isCode } from '@ferry/shared-types/errors';
+import type * as z from 'zod/mini';
+import type { Logger } from './log';
+import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
+
+export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
+
+export interface DaemonTimeoutsMs {
+  connectMs: number;
+  requestMs: number;
+}
+
+/** ferryd could not be reached. Code 11: the runtime should try again later. */
+export class DaemonUnreachable extends CniError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(Code.TryAgainLater, message, '', options);
+    this.name = 'DaemonUnreachable';
+  }
+}
+
+export class DaemonClient {
+  readonly socket: string;
+  readonly #rt: Runtime;
+  readonly #t: DaemonTimeoutsMs;
+  readonly #log: Logger;
+
+  constructor(rt: Runtime, socket: string, timeouts: DaemonTimeoutsMs, log: Logger) {
+    this.#rt = rt;
+    this.socket = socket;
+    this.#t = timeouts;
+    this.#log = log;
+  }
+
+  allocate(req: AllocateRequest): Promise<Allocation> {
+    return this.#call('POST', '/v1/allocations', AllocationSchema, req);
+  }
+
+  commit(containerId: string, req: CommitRequest): Promise<Endpoint> {
+    return this.#call('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, EndpointSchema, req);
+  }
+
+  /** The container's endpoint, or undefined when ferryd holds none. */
+  async getEndpoint(containerId: string): Promise<Endpoint | undefined> {
+    try {
+      return await this.#call('GET', `/v1/endpoints/${encodeURIComponent(containerId)}`, EndpointSchema);
+    } catch (err) {
+      if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
+      throw err;
+    }
+  }
+
+  release(containerId: string, network: string, ifName: string): Promise<ReleaseResult> {
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}`;
+    return this.#call('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`, ReleaseResultSchema);
+  }
+
+  gc(req: GcRequest): Promise<GcResult> {
+    return this.#call('POST', '/v1/gc', GcResultSchema, req);
+  }
+
+  status(network: string): Promise<Status> {
+    return this.#call('GET', `/v1/status?network=${encodeURIComponent(network)}`, StatusSchema);
+  }
+
+  /** Resolves once /readyz says ready; polls every 100 ms for at most `waitMs`, then throws code 11. */
+  async waitReady(waitMs: number): Promise<void> {
+    const until = Date.now() + waitMs;
+    let last = '';
+    for (;;) {
+      try {
+        const r = await this.#send(
+          'GET',
+          '/readyz',
+          undefined,
+          Math.max(1, Math.min(this.#t.requestMs, until - Date.now())),
+        );
+        const body = ReadinessSchema.safeParse(safeJson(r.body));
+        if (r.status === 200 && body.success && body.data.ready) return;
+        last = body.success ? `ferryd is ${body.data.phase}` : `readyz answered ${r.status}`;
+      } catch (err) {
+        last = (err as Error).message;
+      }
+      if (Date.now() + 100 > until) {
+        throw new DaemonUnreachable(`ferryd at ${this.socket} is not ready after ${waitMs} ms: ${last}`);
+      }
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+
+  async #call<T>(method: RequestOptions['method'], path: string, schema: z.ZodMiniType<T>, body?: unknown): Promise<T> {
+    const started = Date.now();
+    const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), this.#t.requestMs);
+    this.#log.debug({ method, path, status: r.status, ms: Date.now() - started }, 'ferryd answered');
+    const doc = safeJson(r.body);
+    if (r.status >= 200 && r.status < 300) {
+      const parsed = schema.safeParse(doc);
+      if (parsed.success) return parsed.data;
+      throw new CniError(
+        Code.DaemonProtocol,
+        `ferryd ${method} ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`,
+      );
+    }
+    const err = CniErrorSchema.safeParse(doc);
+    if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
+    throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+  }
+
+  async #send(method: RequestOptions['method'], path: string, body: string | undefined, deadlineMs: number) {
+    try {
+      return await this.#rt.request({
+        socket: this.socket,
+        method,
+        path,
+        ...(body !== undefined ? { body } : {}),
+        connectMs: this.#t.connectMs,
+        deadlineMs,
+      });
+    } catch (err) {
+      if (err instanceof UnreachableError) throw new DaemonUnreachable(err.message, { cause: err });
+      throw err;
+    }
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * CNI_* variables (SPEC.md §2, enforced as pkg/skel getCmdArgsFromEnv does). Missing variables are
+ * reported together, invalid ones by name, both with code 4.
+ */
+import { statSync } from 'node:fs';
+import { type CniArgs, parseCniArgs } from '@ferry/shared-types/cni/args';
+import { containerIdProblem, ifNameProblem } from '@ferry/shared-types/cni/validate';
+import { CniError, Code } from '@ferry/shared-types/errors';
+
+export const COMMANDS = ['ADD', 'DEL', 'CHECK', 'STATUS', 'GC', 'VERSION'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+export interface CmdArgs {
+  command: Command;
+  containerId: string;
+  /** Empty on a DEL whose netns is already gone. */
+  netns: string;
+  ifName: string;
+  args: CniArgs;
+  path: string;
+}
+
+type Var = 'CNI_CONTAINERID' | 'CNI_NETNS' | 'CNI_IFNAME' | 'CNI_PATH';
+// Which variables each command requires. CNI_NETNS is optional on DEL (the netns may be gone).
+const REQUIRED: Record<Command, readonly Var[]> = {
+  ADD: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
+  CHECK: ['CNI_CONTAINERID', 'CNI_NETNS', 'CNI_IFNAME', 'CNI_PATH'],
+  DEL: ['CNI_CONTAINERID', 'CNI_IFNAME', 'CNI_PATH'],
+  GC: ['CNI_PATH'],
+  STATUS: ['CNI_PATH'],
+  VERSION: [],
+};
+
+function isCommand(s: string): s is Command {
+  return (COMMANDS as readonly string[]).includes(s);
+}
+
+/** Parses the environment for `command` (already known to be set). Throws CniError(InvalidEnv). */
+export function parseEnv(env: NodeJS.ProcessEnv): CmdArgs {
+  const command = env.CNI_COMMAND ?? '';
+  if (!isCommand(command)) throw new CniError(Code.InvalidEnv, `unknown CNI_COMMAND: ${command}`);
+  const missing = REQUIRED[command].filter((v) => !env[v]);
+  if (missing.length > 0) throw new CniError(Code.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
+  const containerId = env.CNI_CONTAINERID ?? '';
+  const ifName = env.CNI_IFNAME ?? '';
+  const netns = env.CNI_NETNS ?? '';
+  if (REQUIRED[command].includes('CNI_CONTAINERID') || containerId) {
+    const p = containerIdProblem(containerId);
+    if (p) throw new CniError(Code.InvalidEnv, `invalid CNI_CONTAINERID "${containerId}": ${p}`);
+  }
+  if (REQUIRED[command].includes('CNI_IFNAME') || ifName) {
+    const p = ifNameProblem(ifName);
+    if (p) throw new CniError(Code.InvalidEnv, `invalid CNI_IFNAME "${ifName}": ${p}`);
+  }
+  if (netns && !netns.startsWith('/')) {
+    throw new CniError(Code.InvalidEnv, `invalid CNI_NETNS "${netns}": must be an absolute path`);
+  }
+  return { command, containerId, netns, ifName, args: parseCniArgs(env.CNI_ARGS), path: env.CNI_PATH ?? '' };
+}
+
+/**
+ * ADD and CHECK need the pod's netns to exist and not be the plugin's own (code 8, skipped when
+ * CNI_NETNS_OVERRIDE is 1/true, as skel does). Checked before anything is changed.
+ */
+export function checkNetns(args: CmdArgs, env: NodeJS.ProcessEnv): void {
+  let target: ReturnType<typeof statSync>;
+  try {
+    target = statSync(args.netns);
+  } catch (err) {
+    throw new CniError(
+      Code.InvalidEnv,
+      `invalid CNI_NETNS "${args.netns}": ${(err as NodeJS.ErrnoException).code ?? 'cannot stat'}`,
+    );
+  }
+  const override = (env.CNI_NETNS_OVERRIDE ?? '').toLowerCase();
+  if (override === '1' || override === 'true') return;
+  let own: ReturnType<typeof statSync> | undefined;
+  try {
+    own = statSync('/proc/self/ns/net');
+  } catch {
+    return;
+  }
+  if (own.ino === target.ino && own.dev === target.dev) {
+    throw new CniError(Code.InvalidNetns, `CNI_NETNS "${args.netns}" is the plugin's own network namespace`);
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * ferry-cni's entry: env + stdin → exactly one command → exactly one JSON document on stdout (or none,
+ * for DEL/CHECK/STATUS/GC success) → exit code. Logs go to the log file only.
+ */
+import { Ip } from '@ferry/net';
+import { type CniVersion, isSupportedVersion, LATEST_VERSION } from '@ferry/shared-types/cni/versions';
+import { CniError, Code, toErrorBody } from '@ferry/shared-types/errors';
+import { cmdAdd } from './commands/add';
+import { cmdCheck } from './commands/check';
+import { cmdDel } from './commands/del';
+import { cmdGc } from './commands/gc';
+import { cmdStatus } from './commands/status';
+import { aboutText, cmdVersion } from './commands/version';
+import { declaredVersion, decodeStdin, parseNetConf, type ShimConf } from './config';
+import { DaemonClient, DEFAULT_SOCKET } from './daemon-client';
+import type { Deps } from './deps';
+import { type CmdArgs, checkNetns, parseEnv } from './env';
+import { type Level, openLog } from './log';
+import type { Runtime } from './runtime/runtime';
+
+export interface Io {
+  /** All of stdin, or undefined when there is none (a terminal). */
+  stdin: string | undefined;
+  print(json: string): void;
+  printErr(text: string): void;
+}
+
+type Handler = (args: CmdArgs, conf: ShimConf, d: Deps) => Promise<unknown>;
+const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, Handler> = {
+  ADD: cmdAdd,
+  DEL: cmdDel,
+  CHECK: cmdCheck,
+  STATUS: cmdStatus,
+  GC: cmdGc,
+};
+
+export const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000 } as const;
+
+export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise<number> {
+  if (!env.CNI_COMMAND) {
+    io.printErr(aboutText());
+    return 0;
+  }
+  const log = openLog();
+  let version: CniVersion = LATEST_VERSION;
+  try {
+    const args = parseEnv(env);
+    if (args.command === 'VERSION') {
+      io.print(JSON.stringify(cmdVersion(io.stdin?.trim() ? declaredVersion(decodeStdin(io.stdin)) : undefined)));
+      return 0;
+    }
+    const stdin = io.stdin ?? '';
+    const declared = safeDeclaredVersion(stdin);
+    if (declared) version = declared;
+    const conf = parseNetConf(stdin, args.command);
+    version = conf.cniVersion;
+    if (conf.logFile) log.setFile(conf.logFile);
+    if (conf.logLevel) log.setLevel(conf.logLevel satisfies Level);
+    if (args.command === 'ADD' || args.command === 'CHECK') checkNetns(args, env);
+    const clog = log.child({
+      cmd: args.command,
+      containerId: args.containerId || undefined,
+      ifName: args.ifName || undefined,
+      netns: args.netns || undefined,
+      network: conf.name,
+    });
+    const t = conf.daemonTimeouts ?? {};
+    const deps: Deps = {
+      daemon: new DaemonClient(
+        rt,
+        conf.daemonSocket ?? DEFAULT_SOCKET,
+        { connectMs: t.connectMs ?? DEFAULTS.connectMs, requestMs: t.requestMs ?? DEFAULTS.requestMs },
+        clog,
+      ),
+      ip: new Ip(rt.run),
+      log: clog,
+      addWaitMs: t.addWaitMs ?? DEFAULTS.addWaitMs,
+    };
+    const result = await commands[args.command](args, conf, deps);
+    if (result !== undefined) io.print(JSON.stringify(result));
+    return 0;
+  } catch (err) {
+    const cniErr =
+      err instanceof CniError
+        ? err
+        : new CniError(Code.Internal, `internal error: ${(err as Error)?.message ?? String(err)}`);
+    log.error(
+      { err, code: cniErr.code, cmd: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifName: env.CNI_IFNAME },
+      cniErr.message,
+    );
+    io.print(JSON.stringify(toErrorBody(cniErr, version)));
+    return 1;
+  }
+}
+
+/** The config's version for the error document, when stdin names a supported one. */
+function safeDeclaredVersion(stdin: string): CniVersion | undefined {
+  try {
+    const v = declaredVersion(decodeStdin(stdin));
+    return isSupportedVersion(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}

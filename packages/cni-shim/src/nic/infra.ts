@@ -1,0 +1,141 @@
+/**
+ * The InfraNIC: a routed veth pair ("transparent" mode, no bridge). The pod side is named CNI_IFNAME
+ * and carries /32 and /128 addresses; the host side carries only a route per pod address.
+ *
+ * The pod's default route points at a link-local gateway (169.254.1.1, fe80::ecee:eeff:feee:eeee) that
+ * a permanent neighbour entry maps to the host veth's fixed MAC, so the pod never has to resolve it and
+ * the node needs no per-pod gateway address. proxy_arp on the host veth keeps the gateway answering if
+ * someone flushes the pod's neighbour table. The host veth carries the IPv6 gateway address itself
+ * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
+ * address.
+ */
+import { ensureSysctl, IpBatch, type IpLink, IpLinkListSchema, netnsAt, parseOne, SELF } from '@ferry/net';
+import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
+import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { Deps } from '../deps';
+import type { Rollback } from '../rollback';
+
+export interface InfraBuildInput {
+  plan: InfraNicPlan;
+  netns: string;
+  /** runtimeConfig.mac (the "mac" capability), for the pod side. */
+  mac?: string;
+  mtu?: number;
+}
+
+export interface BuiltInfraNic extends BuiltNic {
+  hostVethName: string;
+  hostVethMac: string;
+  mtu?: number;
+}
+
+const hasFamily = (plan: InfraNicPlan, f: 4 | 6) => plan.addresses.some((a) => a.family === f);
+
+function hostSide(input: InfraBuildInput): IpBatch {
+  const { plan } = input;
+  const mtu = input.mtu ?? plan.mtu;
+  const b = new IpBatch().addVeth({
+    name: plan.hostVethName,
+    mac: plan.hostVethMac,
+    ...(mtu ? { mtu } : {}),
+    peer: { name: plan.ifName, netns: input.netns, ...(input.mac ? { mac: input.mac } : {}), ...(mtu ? { mtu } : {}) },
+  });
+  const v6 = plan.addresses.find((a) => a.family === 6);
+  if (v6?.gateway) {
+    b.setAddrGenMode(plan.hostVethName, 'none');
+    b.addAddress(plan.hostVethName, `${v6.gateway}/64`, { nodad: true });
+  }
+  b.setUp(plan.hostVethName);
+  for (const a of plan.addresses) b.addRoute({ dst: a.address, dev: plan.hostVethName, scope: 'link' });
+  return b;
+}
+
+function podSide(input: InfraBuildInput): IpBatch {
+  const { plan } = input;
+  const b = new IpBatch().setUp(plan.ifName);
+  for (const a of plan.addresses) b.addAddress(plan.ifName, a.address, { nodad: a.family === 6 });
+  const gateways = new Set(plan.addresses.flatMap((a) => (a.gateway ? [a.gateway] : [])));
+  for (const gw of gateways) {
+    // IPv4 needs a link route to the gateway before anything can route via it; IPv6 link-local is on-link.
+    if (!gw.includes(':')) b.addRoute({ dst: `${gw}/32`, dev: plan.ifName, scope: 'link' });
+    b.replaceNeigh(gw, plan.hostVethMac, plan.ifName);
+  }
+  for (const r of plan.routes) b.addRoute({ dst: r.dst, dev: plan.ifName, ...(r.gw ? { via: r.gw } : {}) });
+  return b.showLink(plan.ifName);
+}
+
+/**
+ * Builds the InfraNIC. The peer is born inside the pod's netns under its final name, so it never
+ * exists in the node namespace and never needs a rename; the kernel refuses the whole pair if
+ * CNI_IFNAME already exists in the pod, which is the spec's MUST.
+ */
+export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: Deps): Promise<BuiltInfraNic> {
+  const { plan } = input;
+  const pod = netnsAt(input.netns);
+  await createPair(input, d);
+  undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
+  if (hasFamily(plan, 4)) {
+    await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
+    await ensureSysctl(['net', 'ipv4', 'ip_forward'], '1');
+  }
+  if (hasFamily(plan, 6)) await ensureSysctl(['net', 'ipv6', 'conf', 'all', 'forwarding'], '1');
+  const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
+  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  if (!link?.address)
+    throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${input.netns}: link vanished`);
+  return {
+    ifName: plan.ifName,
+    mac: link.address,
+    containerIfIndex: link.ifindex,
+    hostVethName: plan.hostVethName,
+    hostVethMac: plan.hostVethMac,
+    ...(link.mtu ? { mtu: link.mtu } : {}),
+  };
+}
+
+async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
+  const { plan } = input;
+  const what = `create veth ${plan.hostVethName} with ${plan.ifName} in ${input.netns}`;
+  try {
+    await d.ip.apply(SELF, hostSide(input), what);
+    return;
+  } catch (err) {
+    if (!(err instanceof CniError) || !/File exists/.test(err.message)) throw err;
+  }
+  // Which name clashed? The pod's CNI_IFNAME is an error the runtime must see; a host veth with our
+  // deterministic name can only be a leftover of an earlier, interrupted ADD of this same attachment.
+  if (await d.ip.getLink(netnsAt(input.netns), plan.ifName)) {
+    throw new CniError(
+      Code.InterfaceExists,
+      `create ${plan.ifName} in ${input.netns}: an interface with that name already exists`,
+    );
+  }
+  d.log.warn({ hostVethName: plan.hostVethName }, 'removing a leftover host veth of an interrupted ADD');
+  await d.ip.deleteLink(SELF, plan.hostVethName);
+  await d.ip.apply(SELF, hostSide(input), what);
+}
+
+/** Deletes the host veth; the pod side and the host routes go with it. Absent counts as done. */
+export async function teardownInfraNic(rec: InterfaceRecord, d: Deps): Promise<void> {
+  if (!rec.hostVethName) return;
+  const r = await d.ip.deleteLink(SELF, rec.hostVethName);
+  d.log.info({ hostVethName: rec.hostVethName, result: r }, 'host veth deleted');
+}
+
+/** What CHECK verifies on the node side: the host veth is there and routes each pod address. */
+export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps): Promise<string[]> {
+  const problems: string[] = [];
+  if (!rec.hostVethName) return ['ferryd recorded no host veth'];
+  const link: IpLink | undefined = await d.ip.getLink(SELF, rec.hostVethName);
+  if (!link) return [`host veth ${rec.hostVethName} is missing`];
+  if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
+  const routes = await d.ip.listRoutes(SELF);
+  for (const a of rec.addresses) {
+    const ip = a.address.split('/')[0];
+    if (!routes.some((r) => r.dev === rec.hostVethName && (r.dst === ip || r.dst === a.address))) {
+      problems.push(`no host route to ${a.address} via ${rec.hostVethName}`);
+    }
+  }
+  return problems;
+}

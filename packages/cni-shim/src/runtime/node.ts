@@ -1,0 +1,56 @@
+/**
+ * The runtime for Node (tests that run the sources, and the Node build used to exercise this seam):
+ * execa for processes, node:http for requests with a separate connect timeout and total deadline.
+ */
+import { request as httpRequest } from 'node:http';
+import { nodeRunner } from '@ferry/net/node-runner';
+import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime';
+
+function request(o: RequestOptions): Promise<HttpResponse> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (why: string, cause?: unknown) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      req.destroy();
+      reject(new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, { cause }));
+    };
+    const deadline = setTimeout(() => fail(`no answer within ${o.deadlineMs} ms`), o.deadlineMs);
+    const req = httpRequest(
+      {
+        socketPath: o.socket,
+        method: o.method,
+        path: o.path,
+        agent: false,
+        headers:
+          o.body !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(o.body) }
+            : {},
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(deadline);
+          resolve({ status: res.statusCode ?? 0, body: text });
+        });
+        res.on('error', (err) => fail(err.message, err));
+      },
+    );
+    req.on('socket', (sock) => {
+      const connectTimer = setTimeout(() => fail(`connect timed out after ${o.connectMs} ms`), o.connectMs);
+      sock.once('connect', () => clearTimeout(connectTimer));
+      sock.once('close', () => clearTimeout(connectTimer));
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message, err));
+    req.end(o.body);
+  });
+}
+
+export const nodeRuntime: Runtime = { run: nodeRunner, request };
