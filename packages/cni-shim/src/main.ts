@@ -42,16 +42,15 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise
     return 0;
   }
   const log = openLog();
-  let version: CniVersion = LATEST_VERSION;
+  const stdin = io.stdin ?? '';
+  // Errors are printed in the config's version when it names one Ferry speaks, even env errors.
+  let version: CniVersion = safeDeclaredVersion(stdin) ?? LATEST_VERSION;
   try {
     const args = parseEnv(env);
     if (args.command === 'VERSION') {
-      io.print(JSON.stringify(cmdVersion(io.stdin?.trim() ? declaredVersion(decodeStdin(io.stdin)) : undefined)));
+      io.print(JSON.stringify(cmdVersion(stdin.trim() ? declaredVersion(decodeStdin(stdin)) : undefined)));
       return 0;
     }
-    const stdin = io.stdin ?? '';
-    const declared = safeDeclaredVersion(stdin);
-    if (declared) version = declared;
     const conf = parseNetConf(stdin, args.command);
     version = conf.cniVersion;
     if (conf.logFile) log.setFile(conf.logFile);

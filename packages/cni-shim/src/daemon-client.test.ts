@@ -1,0 +1,51 @@
+import { Code } from '@ferry/shared-types/errors';
+import { expect, test } from 'vitest';
+import { DaemonClient } from './daemon-client';
+import { openLog } from './log';
+import { type HttpResponse, type Runtime, UnreachableError } from './runtime/runtime';
+
+// A fake runtime answers from a table: the client's own logic (error mapping, schema checks) is what
+// these test; the real HTTP paths run in the e2e suite.
+function client(answer: () => HttpResponse | Error): DaemonClient {
+  const rt: Runtime = {
+    run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
+    request: async () => {
+      const a = answer();
+      if (a instanceof Error) throw a;
+      return a;
+    },
+  };
+  return new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, openLog('/dev/null', 'silent'));
+}
+
+test('unreachable becomes code 11 naming the socket', async () => {
+  const c = client(() => new UnreachableError('ferryd at /run/ferry/ferryd.sock is unreachable: ECONNREFUSED'));
+  await expect(c.release('abc', 'ferry', 'eth0')).rejects.toMatchObject({ code: Code.TryAgainLater });
+});
+
+test("an error body passes through with the daemon's code and details", async () => {
+  const c = client(() => ({ status: 409, body: JSON.stringify({ code: 100, msg: 'pool exhausted', details: 'd' }) }));
+  await expect(c.status('ferry')).rejects.toMatchObject({ code: Code.PoolExhausted, message: 'pool exhausted', details: 'd' });
+});
+
+test('a body that is not the API is DaemonProtocol, whatever the status', async () => {
+  await expect(client(() => ({ status: 200, body: '{"nope":1}' })).status('ferry')).rejects.toMatchObject({
+    code: Code.DaemonProtocol,
+  });
+  await expect(client(() => ({ status: 502, body: '<html>' })).status('ferry')).rejects.toMatchObject({
+    code: Code.DaemonProtocol,
+    message: expect.stringContaining('HTTP 502'),
+  });
+});
+
+test('getEndpoint maps EndpointNotFound to undefined', async () => {
+  const c = client(() => ({ status: 404, body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'endpoint x: not found' }) }));
+  expect(await c.getEndpoint('x')).toBeUndefined();
+});
+
+test('waitReady gives up after its budget with code 11', async () => {
+  const c = client(() => ({ status: 503, body: JSON.stringify({ ready: false, phase: 'starting' }) }));
+  const started = Date.now();
+  await expect(c.waitReady(250)).rejects.toMatchObject({ code: Code.TryAgainLater, message: expect.stringContaining('ferryd is starting') });
+  expect(Date.now() - started).toBeLessThan(2000);
+});

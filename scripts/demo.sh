@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The main job, end to end on one machine: start ferryd in a "node" network namespace (standing in for
+# the host), then take a pod namespace through ADD → CHECK → DEL with the real ferry-cni binary,
+# exactly as a container runtime runs it, and print what happened. Everything it creates is removed
+# on exit; the machine's own interfaces are never touched. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${FERRY_SKIP_SETUP:-0}" = 1 ] || ./scripts/setup.sh >/dev/null
+
+id="$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+node_ns="ferry-demo-node-$id"
+pod_ns="ferry-demo-pod-$id"
+dir="/tmp/ferry-demo-$id"
+ferryd_pid=""
+cleanup() {
+  [ -n "$ferryd_pid" ] && kill "$ferryd_pid" 2>/dev/null && wait "$ferryd_pid" 2>/dev/null || true
+  ip netns del "$pod_ns" 2>/dev/null || true
+  ip netns del "$node_ns" 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+in_node() { nsenter --net="/var/run/netns/$node_ns" "$@"; }
+in_pod() { nsenter --net="/var/run/netns/$pod_ns" "$@"; }
+pretty() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{if(s.trim())console.log(JSON.stringify(JSON.parse(s),null,2))})'; }
+
+mkdir -p "$dir"
+ip netns add "$node_ns"
+ip netns add "$pod_ns"
+in_node ip link set lo up
+in_node ip addr add 192.0.2.1/32 dev lo
+in_pod ip link set lo up
+
+step "start ferryd in $node_ns"
+cat >"$dir/ferryd.json" <<JSON
+{
+  "socket": "$dir/run/ferryd.sock",
+  "database": "$dir/lib/ferry.db",
+  "deleteQueue": "$dir/lib/delete-queue",
+  "networks": [
+    { "name": "ferry", "ipv4": { "subnet": "10.244.1.0/24" }, "ipv6": { "subnet": "fd00:10:244:1::/64" } }
+  ]
+}
+JSON
+in_node dist/bin/ferryd --config "$dir/ferryd.json" >"$dir/ferryd.log" 2>&1 &
+ferryd_pid=$!
+for _ in $(seq 1 100); do [ -S "$dir/run/ferryd.sock" ] && break; sleep 0.1; done
+echo "ferryd pid $ferryd_pid, socket $dir/run/ferryd.sock"
+
+conf() {
+  printf '{"cniVersion":"1.1.0","name":"ferry","type":"ferry-cni","daemonSocket":"%s","logFile":"%s"%s}' \
+    "$dir/run/ferryd.sock" "$dir/cni.log" "${1:-}"
+}
+cni() {
+  local cmd="$1" stdin="$2"
+  printf '%s' "$stdin" | in_node env -i PATH="$PATH" CNI_COMMAND="$cmd" CNI_CONTAINERID="demo$id" \
+    CNI_NETNS="/var/run/netns/$pod_ns" CNI_IFNAME=eth0 CNI_PATH="$PWD/dist/bin" \
+    CNI_ARGS="IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=demo" dist/bin/ferry-cni
+}
+
+step "ADD: ferry-cni creates eth0 in $pod_ns"
+result="$(cni ADD "$(conf)")"
+echo "$result" | pretty
+step "the pod as the kernel sees it"
+in_pod ip -br addr show dev eth0
+in_pod ip route show
+in_pod ip -6 route show default
+step "the pod pings the node (192.0.2.1)"
+in_pod ping -c 2 -W 1 192.0.2.1 | tail -2
+
+step "CHECK with the ADD result as prevResult"
+cni CHECK "$(conf ",\"prevResult\":$result")" && echo "CHECK passed (exit 0, no output)"
+
+step "DEL, twice (DEL is idempotent)"
+cni DEL "$(conf)" && cni DEL "$(conf)" && echo "both DELs exit 0"
+step "left behind"
+echo "links in the node namespace: $(in_node ip -br link show | awk '{print $1}' | tr '\n' ' ')"
+echo "links in the pod namespace:  $(in_pod ip -br link show | awk '{print $1}' | tr '\n' ' ')"
+echo "shim log: $(wc -l <"$dir/cni.log") lines in $dir/cni.log (removed on exit)"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set-up on a fresh Debian 12 machine that has Node 20 and npm: the system packages Ferry's tests and
+# demo use, pnpm at the version package.json pins, the dependencies, and the build (dist/bin).
+# Idempotent: on a machine that has everything it only re-installs and rebuilds. Needs root (apt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(iproute2 iputils-ping iptables procps util-linux containernetworking-plugins)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# corepack's signature check fails on these machines, so pnpm comes from npm, pinned.
+pnpm_version="$(node -p "require('./package.json').packageManager.split('@')[1]")"
+if [ "$(pnpm --version 2>/dev/null || true)" != "$pnpm_version" ]; then
+  echo "setup: installing pnpm@$pnpm_version"
+  npm install -g --silent "pnpm@$pnpm_version"
+fi
+
+pnpm install --frozen-lockfile
+pnpm build

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Every test: typecheck, lint, the unit suite and the end-to-end suite (real namespaces, the built
+# binaries, a real ferryd). Does all set-up first. Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+pnpm test

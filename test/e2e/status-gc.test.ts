@@ -1,0 +1,66 @@
+/** STATUS and GC (CNI 1.1) against a live ferryd. */
+import { expect, test } from 'vitest';
+import { netConf, newContainerId } from '../fixtures/conf';
+import { useFerryd } from '../fixtures/ferryd';
+import { linkNames } from '../fixtures/kernel';
+import { inNetns, useNetns } from '../fixtures/netns';
+import { runShim } from '../fixtures/shim';
+
+test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full or ferryd is gone', async (t) => {
+  const node = await useNetns(t, 'node');
+  const pod = await useNetns(t, 'pod');
+  const ferryd = await useFerryd(t, { netns: node, config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }] } });
+  const status = () => runShim(node, 'STATUS', { conf: netConf(ferryd) });
+
+  // Forwarding is off in a fresh namespace: no pod yet, but the node would not route for pods.
+  expect((await status()).json).toMatchObject({ code: 51, msg: expect.stringContaining('IPv4 forwarding is off') });
+  const add = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) });
+  expect(add.exitCode, add.stdout).toBe(0);
+  const ok = await status();
+  expect(ok.exitCode, ok.stdout).toBe(0);
+  expect(ok.stdout).toBe('');
+
+  await inNetns(node, 'sysctl', '-qw', 'net.ipv4.ip_forward=0');
+  expect((await status()).json).toMatchObject({ code: 51 });
+  await inNetns(node, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
+
+  const pod2 = await useNetns(t, 'pod');
+  expect((await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod2, conf: netConf(ferryd) })).exitCode).toBe(0);
+  expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('10.9.0.0/30 is exhausted') });
+
+  await ferryd.kill('SIGKILL');
+  expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('is unreachable') });
+  const unknown = runShim(node, 'STATUS', { conf: netConf(ferryd, { name: 'nope' }) });
+  expect((await unknown).json).toMatchObject({ code: 50 });
+});
+
+test('GC releases every attachment not listed valid and deletes its host veth; both attachment keys work', async (t) => {
+  const node = await useNetns(t, 'node');
+  const ferryd = await useFerryd(t, { netns: node });
+  const calls = [];
+  for (let i = 0; i < 3; i++) {
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod'), conf: netConf(ferryd) };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    calls.push(call);
+  }
+  const [keep, stale1, stale2] = calls;
+  const gc1 = await runShim(node, 'GC', {
+    conf: netConf(ferryd, {
+      'cni.dev/valid-attachments': [keep, stale2].map((c) => ({ containerID: c?.containerId, ifname: 'eth0' })),
+    }),
+  });
+  expect(gc1.exitCode, gc1.stdout).toBe(0);
+  expect(gc1.stdout).toBe('');
+  expect(await linkNames(node)).toHaveLength(3);
+  expect(await linkNames(stale1?.netns ?? node)).toEqual(['lo']);
+
+  // The older key libcni also sends (cni#1101).
+  const gc2 = await runShim(node, 'GC', {
+    conf: netConf(ferryd, { 'cni.dev/attachments': [{ containerID: keep?.containerId, ifname: 'eth0' }] }),
+  });
+  expect(gc2.exitCode, gc2.stdout).toBe(0);
+  expect(await linkNames(node)).toHaveLength(2);
+  expect(await ferryd.assignedAddresses()).toHaveLength(2);
+  const eps = (await ferryd.request('GET', '/v1/operator/endpoints')).json as { endpoints: { containerId: string }[] };
+  expect(eps.endpoints.map((e) => e.containerId)).toEqual([keep?.containerId]);
+});
