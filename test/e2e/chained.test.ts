@@ -3,8 +3,8 @@
  * portmap (DNAT on the node), tuning (pod sysctls) and bandwidth (tc and an ifb on the host veth).
  */
 import { expect, test } from 'vitest';
-import { type Conflist, conflistAdd, conflistCheck, conflistDel } from '../fixtures/conflist';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { type Conflist, conflistAdd, conflistCheck, conflistDel } from '../fixtures/conflist';
 import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { inNetns, useNetns } from '../fixtures/netns';

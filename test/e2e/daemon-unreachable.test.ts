@@ -11,15 +11,26 @@ test('ADD with ferryd down waits for readiness a bounded time, fails with 11 nam
   const pod = await useNetns(t, 'pod');
   const ferryd = await useFerryd(t, { netns: node });
   await ferryd.kill('SIGKILL');
-  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd, { daemonTimeouts: { addWaitMs: 1500 } }) };
+  const call = {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: pod,
+    conf: netConf(ferryd, { daemonTimeouts: { addWaitMs: 1500 } }),
+  };
   const add = await runShim(node, 'ADD', call);
   expect(add.exitCode).toBe(1);
-  expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining(`ferryd at ${ferryd.socket} is not ready after 1500 ms`) });
+  expect(add.json).toMatchObject({
+    code: 11,
+    msg: expect.stringContaining(`ferryd at ${ferryd.socket} is not ready after 1500 ms`),
+  });
   expect(add.ms).toBeGreaterThanOrEqual(1400);
   expect(await linkNames(pod)).toEqual(['lo']);
   expect(await linkNames(node)).toEqual(['lo']);
 
-  const check = await runShim(node, 'CHECK', { ...call, conf: netConf(ferryd, { prevResult: { cniVersion: '1.1.0' } }) });
+  const check = await runShim(node, 'CHECK', {
+    ...call,
+    conf: netConf(ferryd, { prevResult: { cniVersion: '1.1.0' } }),
+  });
   expect(check.json).toMatchObject({ code: 11, msg: expect.stringContaining('is unreachable') });
 });
 

@@ -34,7 +34,10 @@ describe.for(SUPPORTED_VERSIONS)('InfraNIC, cniVersion %s', (cniVersion) => {
     expect(await ping(pod, NODE_IPV4)).toBe(true);
     expect(await ping(pod, NODE_IPV6)).toBe(true);
 
-    const check = await runShim(node, 'CHECK', { ...call, conf: netConf(ferryd, { cniVersion, prevResult: add.json }) });
+    const check = await runShim(node, 'CHECK', {
+      ...call,
+      conf: netConf(ferryd, { cniVersion, prevResult: add.json }),
+    });
     if (specHas.check(cniVersion)) expect(check.exitCode, check.stdout).toBe(0);
     else expect(check.json).toMatchObject({ code: 1, msg: 'config version does not allow CHECK' });
 
@@ -55,7 +58,12 @@ describe('InfraNIC datapath', () => {
     const pods = [await useNetns(t, 'pod'), await useNetns(t, 'pod')];
     const results = [];
     for (const pod of pods) {
-      const r = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) });
+      const r = await runShim(node, 'ADD', {
+        containerId: newContainerId(),
+        ifName: 'eth0',
+        netns: pod,
+        conf: netConf(ferryd),
+      });
       expect(r.exitCode, r.stdout).toBe(0);
       results.push(r.json);
     }
@@ -70,7 +78,12 @@ describe('InfraNIC datapath', () => {
   test('routes and neighbour entries are what DESIGN.md says', async (t) => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
-    const r = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd, { mtu: 1400 }) });
+    const r = await runShim(node, 'ADD', {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: netConf(ferryd, { mtu: 1400 }),
+    });
     expect(r.exitCode, r.stdout).toBe(0);
     const hostVeth = (r.json as unknown as Result).interfaces[0]?.name ?? '';
     expect(hostVeth).toMatch(/^fry[0-9a-f]{12}$/);
@@ -81,7 +94,9 @@ describe('InfraNIC datapath', () => {
       expect.arrayContaining([expect.objectContaining({ dst: 'default', gateway: 'fe80::ecee:eeff:feee:eeee' })]),
     );
     const nodeRoutes = await routes(node, 4);
-    expect(nodeRoutes).toEqual(expect.arrayContaining([expect.objectContaining({ dst: podAddress(r.json, 4), dev: hostVeth })]));
+    expect(nodeRoutes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ dst: podAddress(r.json, 4), dev: hostVeth })]),
+    );
     expect((await link(node, hostVeth))?.address).toBe('ee:ee:ee:ee:ee:ee');
     expect((await link(pod, 'eth0'))?.mtu).toBe(1400);
     const neigh = await inNetns(pod, 'ip', 'neigh', 'show', '169.254.1.1');
@@ -109,7 +124,12 @@ describe('DEL is idempotent', () => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
     for (const netns of [pod, '', '/var/run/netns/ferry-t-never-existed']) {
-      const r = await runShim(node, 'DEL', { containerId: newContainerId(), ifName: 'eth0', netns, conf: netConf(ferryd) });
+      const r = await runShim(node, 'DEL', {
+        containerId: newContainerId(),
+        ifName: 'eth0',
+        netns,
+        conf: netConf(ferryd),
+      });
       expect(r.exitCode, r.stdout).toBe(0);
     }
   });
@@ -140,9 +160,17 @@ describe('ADD failures', () => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
     await inNetns(pod, 'ip', 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'other0');
-    const r = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) });
+    const r = await runShim(node, 'ADD', {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: netConf(ferryd),
+    });
     expect(r.exitCode).toBe(1);
-    expect(r.json).toMatchObject({ code: 102, msg: expect.stringContaining('an interface with that name already exists') });
+    expect(r.json).toMatchObject({
+      code: 102,
+      msg: expect.stringContaining('an interface with that name already exists'),
+    });
     expect(await linkNames(node)).toEqual(['lo']);
     expect(await linkNames(pod)).toEqual(['eth0', 'lo', 'other0']);
     expect(await ferryd.assignedAddresses()).toEqual([]);
@@ -151,7 +179,9 @@ describe('ADD failures', () => {
   test('a failure after the veth exists rolls everything back, and the DEL that follows succeeds', async (t) => {
     // A route whose gateway is not on-link makes the pod-side batch fail after the pair was created.
     const { node, ferryd } = await useNode(t, {
-      networks: [{ name: 'ferry', ipv4: { subnet: '10.244.1.0/24', routes: [{ dst: '10.96.0.0/12', gw: '192.0.2.77' }] } }],
+      networks: [
+        { name: 'ferry', ipv4: { subnet: '10.244.1.0/24', routes: [{ dst: '10.96.0.0/12', gw: '192.0.2.77' }] } },
+      ],
     });
     const pod = await useNetns(t, 'pod');
     const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };

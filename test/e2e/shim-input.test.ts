@@ -18,13 +18,28 @@ describe('ferry-cni input validation', () => {
     const cases: [string, ShimCall, number, RegExp][] = [
       ['non-JSON stdin', { ...good, stdin: '{"cniVersion": ' }, 6, /^decode network config: /],
       ['stdin that is a JSON array', { ...good, stdin: '[]' }, 6, /expected a JSON object/],
-      ['huge stdin', { ...good, stdin: JSON.stringify({ ...good.conf, pad: 'x'.repeat(2 * 1024 * 1024) }) }, 6, /larger than/],
-      ['unknown cniVersion', { ...good, conf: { ...good.conf, cniVersion: '9.9.9' } }, 1, /^incompatible CNI versions$/],
+      [
+        'huge stdin',
+        { ...good, stdin: JSON.stringify({ ...good.conf, pad: 'x'.repeat(2 * 1024 * 1024) }) },
+        6,
+        /larger than/,
+      ],
+      [
+        'unknown cniVersion',
+        { ...good, conf: { ...good.conf, cniVersion: '9.9.9' } },
+        1,
+        /^incompatible CNI versions$/,
+      ],
       ['missing cniVersion (0.1.0)', { ...good, conf: { ...good.conf, cniVersion: undefined } }, 1, /incompatible/],
       ['name of the wrong type', { ...good, conf: { ...good.conf, name: 42 } }, 7, /^invalid network config: name: /],
       ['network name with a path', { ...good, conf: { ...good.conf, name: '../../etc' } }, 7, /name: must match/],
       ['mtu as a string', { ...good, conf: { ...good.conf, mtu: '1500' } }, 7, /mtu: /],
-      ['a delegated ipam', { ...good, conf: { ...good.conf, ipam: { type: 'host-local' } } }, 2, /ipam.type "host-local"/],
+      [
+        'a delegated ipam',
+        { ...good, conf: { ...good.conf, ipam: { type: 'host-local' } } },
+        2,
+        /ipam.type "host-local"/,
+      ],
       ['container ID with a slash', { ...good, containerId: 'abc/def' }, 4, /^invalid CNI_CONTAINERID "abc\/def": /],
       ['container ID "..", a path escape', { ...good, containerId: '..' }, 4, /CNI_CONTAINERID/],
       ['container ID with a space', { ...good, containerId: 'a b' }, 4, /CNI_CONTAINERID/],
@@ -32,7 +47,12 @@ describe('ferry-cni input validation', () => {
       ['ifName ".."', { ...good, ifName: '..' }, 4, /CNI_IFNAME/],
       ['ifName with a slash', { ...good, ifName: 'a/b' }, 4, /CNI_IFNAME/],
       ['ifName with a space', { ...good, ifName: 'a b' }, 4, /CNI_IFNAME/],
-      ['no CNI_CONTAINERID nor CNI_IFNAME', { ...good, containerId: undefined, ifName: undefined }, 4, /^required env variables \[CNI_CONTAINERID,CNI_IFNAME\] missing$/],
+      [
+        'no CNI_CONTAINERID nor CNI_IFNAME',
+        { ...good, containerId: undefined, ifName: undefined },
+        4,
+        /^required env variables \[CNI_CONTAINERID,CNI_IFNAME\] missing$/,
+      ],
       ['relative CNI_NETNS', { ...good, netns: 'var/run/netns/x' }, 4, /CNI_NETNS/],
       ['CNI_NETNS that does not exist', { ...good, netns: '/var/run/netns/ferry-t-absent' }, 4, /CNI_NETNS .*ENOENT/],
       ['CNI_NETNS of the plugin itself', { ...good, netns: node }, 8, /plugin's own network namespace/],
@@ -48,7 +68,9 @@ describe('ferry-cni input validation', () => {
       expect(r.stderr, what).toBe('');
     }
     const unknownVersion = await runShim(node, 'ADD', cases[3]?.[1] as ShimCall);
-    expect(unknownVersion.json?.details).toBe('config is "9.9.9", plugin supports ["0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]');
+    expect(unknownVersion.json?.details).toBe(
+      'config is "9.9.9", plugin supports ["0.3.0" "0.3.1" "0.4.0" "1.0.0" "1.1.0"]',
+    );
     expect(await linkNames(node)).toEqual(['lo']);
     expect(await linkNames(pod)).toEqual(['lo']);
     expect(await ferryd.assignedAddresses()).toEqual([]);
@@ -60,7 +82,11 @@ describe('ferry-cni input validation', () => {
     const pod = await useNetns(t, 'pod');
     const ferryd = await useFerryd(t, { netns: node });
     const base = { containerId: newContainerId(), ifName: 'eth0', netns: pod };
-    for (const [cmd, version] of [['GC', '1.0.0'], ['STATUS', '0.4.0'], ['CHECK', '0.3.1']] as const) {
+    for (const [cmd, version] of [
+      ['GC', '1.0.0'],
+      ['STATUS', '0.4.0'],
+      ['CHECK', '0.3.1'],
+    ] as const) {
       const r = await runShim(node, cmd, { ...base, conf: netConf(ferryd, { cniVersion: version, prevResult: {} }) });
       expect(r.json, cmd).toMatchObject({ code: 1, msg: `config version does not allow ${cmd}` });
     }

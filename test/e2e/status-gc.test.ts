@@ -9,12 +9,20 @@ import { runShim } from '../fixtures/shim';
 test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full or ferryd is gone', async (t) => {
   const node = await useNetns(t, 'node');
   const pod = await useNetns(t, 'pod');
-  const ferryd = await useFerryd(t, { netns: node, config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }] } });
+  const ferryd = await useFerryd(t, {
+    netns: node,
+    config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }] },
+  });
   const status = () => runShim(node, 'STATUS', { conf: netConf(ferryd) });
 
   // Forwarding is off in a fresh namespace: no pod yet, but the node would not route for pods.
   expect((await status()).json).toMatchObject({ code: 51, msg: expect.stringContaining('IPv4 forwarding is off') });
-  const add = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) });
+  const add = await runShim(node, 'ADD', {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: pod,
+    conf: netConf(ferryd),
+  });
   expect(add.exitCode, add.stdout).toBe(0);
   const ok = await status();
   expect(ok.exitCode, ok.stdout).toBe(0);
@@ -25,7 +33,10 @@ test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full 
   await inNetns(node, 'sysctl', '-qw', 'net.ipv4.ip_forward=1');
 
   const pod2 = await useNetns(t, 'pod');
-  expect((await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod2, conf: netConf(ferryd) })).exitCode).toBe(0);
+  expect(
+    (await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod2, conf: netConf(ferryd) }))
+      .exitCode,
+  ).toBe(0);
   expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('10.9.0.0/30 is exhausted') });
 
   await ferryd.kill('SIGKILL');
@@ -39,7 +50,12 @@ test('GC releases every attachment not listed valid and deletes its host veth; b
   const ferryd = await useFerryd(t, { netns: node });
   const calls = [];
   for (let i = 0; i < 3; i++) {
-    const call = { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod'), conf: netConf(ferryd) };
+    const call = {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: await useNetns(t, 'pod'),
+      conf: netConf(ferryd),
+    };
     expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
     calls.push(call);
   }

@@ -15,7 +15,12 @@ function client(answer: () => HttpResponse | Error): DaemonClient {
       return a;
     },
   };
-  return new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, openLog('/dev/null', 'silent'));
+  return new DaemonClient(
+    rt,
+    '/run/ferry/ferryd.sock',
+    { connectMs: 100, requestMs: 100 },
+    openLog('/dev/null', 'silent'),
+  );
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
@@ -25,7 +30,11 @@ test('unreachable becomes code 11 naming the socket', async () => {
 
 test("an error body passes through with the daemon's code and details", async () => {
   const c = client(() => ({ status: 409, body: JSON.stringify({ code: 100, msg: 'pool exhausted', details: 'd' }) }));
-  await expect(c.status('ferry')).rejects.toMatchObject({ code: Code.PoolExhausted, message: 'pool exhausted', details: 'd' });
+  await expect(c.status('ferry')).rejects.toMatchObject({
+    code: Code.PoolExhausted,
+    message: 'pool exhausted',
+    details: 'd',
+  });
 });
 
 test('a body that is not the API is DaemonProtocol, whatever the status', async () => {
@@ -39,13 +48,19 @@ test('a body that is not the API is DaemonProtocol, whatever the status', async 
 });
 
 test('getEndpoint maps EndpointNotFound to undefined', async () => {
-  const c = client(() => ({ status: 404, body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'endpoint x: not found' }) }));
+  const c = client(() => ({
+    status: 404,
+    body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'endpoint x: not found' }),
+  }));
   expect(await c.getEndpoint('x')).toBeUndefined();
 });
 
 test('waitReady gives up after its budget with code 11', async () => {
   const c = client(() => ({ status: 503, body: JSON.stringify({ ready: false, phase: 'starting' }) }));
   const started = Date.now();
-  await expect(c.waitReady(250)).rejects.toMatchObject({ code: Code.TryAgainLater, message: expect.stringContaining('ferryd is starting') });
+  await expect(c.waitReady(250)).rejects.toMatchObject({
+    code: Code.TryAgainLater,
+    message: expect.stringContaining('ferryd is starting'),
+  });
   expect(Date.now() - started).toBeLessThan(2000);
 });

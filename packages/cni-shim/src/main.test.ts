@@ -36,12 +36,23 @@ test('missing variables are named together, with code 4 and the config version',
   const r = await run({ CNI_COMMAND: 'DEL' }, conf({ cniVersion: '0.4.0' }));
   expect(r.code).toBe(1);
   expect(r.out).toHaveLength(1);
-  expect(r.json).toEqual({ cniVersion: '0.4.0', code: 4, msg: 'required env variables [CNI_CONTAINERID,CNI_IFNAME] missing' });
+  expect(r.json).toEqual({
+    cniVersion: '0.4.0',
+    code: 4,
+    msg: 'required env variables [CNI_CONTAINERID,CNI_IFNAME] missing',
+  });
 });
 
 test('config errors come after env errors and carry the declared version', async () => {
-  const r = await run({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' }, conf({ cniVersion: '0.4.0', mtu: 'big' }));
-  expect(r.json).toMatchObject({ cniVersion: '0.4.0', code: 7, msg: expect.stringMatching(/^invalid network config: mtu: /) });
+  const r = await run(
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+    conf({ cniVersion: '0.4.0', mtu: 'big' }),
+  );
+  expect(r.json).toMatchObject({
+    cniVersion: '0.4.0',
+    code: 7,
+    msg: expect.stringMatching(/^invalid network config: mtu: /),
+  });
 });
 
 test('DEL against a socket that does not exist is code 11, never a hang', async () => {

@@ -1,0 +1,112 @@
+/**
+ * ferryctl [--socket PATH | --url URL --token-file FILE] <command> [args] [--json]
+ * Exit codes: 0 ok, 1 ferryd reported a problem (or doctor found one), 2 usage, 3 ferryd unreachable.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { FerrydClient } from './client';
+import { cmdDoctor } from './commands/doctor';
+import { cmdEndpoints } from './commands/endpoints';
+import { cmdIpam } from './commands/ipam';
+import { cmdReconcile } from './commands/reconcile';
+import type { Context } from './context';
+
+const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
+  endpoints: cmdEndpoints,
+  ipam: cmdIpam,
+  doctor: cmdDoctor,
+  reconcile: cmdReconcile,
+};
+
+export const USAGE = `usage: ferryctl [--socket PATH | --url URL --token-file FILE] [--json] <command>
+
+commands:
+  endpoints [list] [--namespace NS] [--pod NAME] [--network NET] [--nic-type InfraNIC|DelegatedNIC]
+  endpoints show <containerID>       every interface of one container
+  endpoints delete <containerID>     force-delete its state and release its addresses
+  ipam [pools]                       pools: size, assigned, cooling down, free, cooldown
+  ipam addresses [--network NET] [--state Assigned|PendingRelease]
+  reconcile                          run one reconcile pass now
+  doctor                             check ferryd's invariants; exit 1 on a violation
+`;
+
+const OPTIONS = {
+  socket: { type: 'string' },
+  url: { type: 'string' },
+  'token-file': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  namespace: { type: 'string' },
+  pod: { type: 'string' },
+  network: { type: 'string' },
+  'nic-type': { type: 'string' },
+  state: { type: 'string' },
+  timeout: { type: 'string' },
+} as const;
+
+export interface CtlIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: CtlIo): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
+  try {
+    parsed = parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: OPTIONS });
+  } catch (err) {
+    io.err(`ferryctl: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const [command, ...rest] = positionals;
+  if (values.help || !command) {
+    (values.help ? io.out : io.err)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    io.err(`ferryctl: unknown command "${command}"\n\n${USAGE}`);
+    return 2;
+  }
+  let token: string | undefined;
+  if (values['token-file']) {
+    try {
+      token = readFileSync(values['token-file'], 'utf8').trim();
+    } catch (err) {
+      io.err(`ferryctl: read token file ${values['token-file']}: ${(err as Error).message}\n`);
+      return 2;
+    }
+  }
+  const client = new FerrydClient({
+    socket: values.socket ?? env.FERRY_SOCKET ?? '/run/ferry/ferryd.sock',
+    ...(values.url ? { url: values.url } : {}),
+    ...(token ? { token } : {}),
+    timeoutMs: Number(values.timeout ?? 10_000),
+  });
+  const ctx: Context = {
+    positionals: rest,
+    flags: values,
+    json: values.json ?? false,
+    client,
+    print: (text) => {
+      io.out(`${text}\n`);
+      return 0;
+    },
+    usage: (problem) => {
+      io.err(`ferryctl: ${problem}\n\n${USAGE}`);
+      return 2;
+    },
+  };
+  try {
+    return await run(ctx);
+  } catch (err) {
+    if (err instanceof CniError) {
+      io.err(`ferryctl: ${err.message}${err.details ? ` (${err.details})` : ''}\n`);
+      return err.code === Code.TryAgainLater ? 3 : 1;
+    }
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
