@@ -10,6 +10,7 @@ export default defineConfig({
           name: 'unit',
           include: ['packages/*/src/**/*.test.ts'],
           testTimeout: 20_000,
+          sequence: { groupOrder: 0 },
         },
       },
       {
@@ -21,6 +22,7 @@ export default defineConfig({
           hookTimeout: 60_000,
           // Each file starts its own ferryd processes and namespaces; two at a time fits 2-core machines.
           maxWorkers: 2,
+          sequence: { groupOrder: 1 },
         },
       },
     ],
