@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { DnsSchema } from '@ferry/shared-types/cni/result';
 import { NetworkNameSchema } from '@ferry/shared-types/cni/validate';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describePath } from '@ferry/shared-types/parse';
@@ -41,14 +42,8 @@ export const NetworkConfigSchema = z.strictObject({
   ipv6: z.optional(PoolConfigSchema),
   /** MTU for pod interfaces (default: the kernel's, 1500). */
   mtu: z.optional(z.number().check(z.int(), z.minimum(68), z.maximum(65535))),
-  dns: z.optional(
-    z.strictObject({
-      nameservers: z.optional(z.array(z.string())),
-      domain: z.optional(z.string()),
-      search: z.optional(z.array(z.string())),
-      options: z.optional(z.array(z.string())),
-    }),
-  ),
+  /** DNS settings handed to pods in the ADD result. */
+  dns: z.optional(DnsSchema),
 });
 export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
 

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod/mini';
 import { DelegatedNicsRequestSchema } from '../cni/config';
+import { DnsSchema } from '../cni/result';
 import { IfNameSchema } from '../cni/validate';
 import { AssignedAddressSchema, AttachmentKeySchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
 
@@ -53,13 +54,6 @@ export const AllocationSchema = z.extend(AttachmentKeySchema, {
   generation: z.number().check(z.int(), z.positive()),
   /** InfraNIC first, then delegated NICs in ifName order. */
   nics: z.array(NicPlanSchema),
-  dns: z.optional(
-    z.strictObject({
-      nameservers: z.optional(z.array(z.string())),
-      domain: z.optional(z.string()),
-      search: z.optional(z.array(z.string())),
-      options: z.optional(z.array(z.string())),
-    }),
-  ),
+  dns: z.optional(DnsSchema),
 });
 export type Allocation = z.infer<typeof AllocationSchema>;
