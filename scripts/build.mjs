@@ -62,6 +62,9 @@ if (wants('ferry-cni')) {
     '--minify',
     '--bytecode',
     '--format=esm',
+    // The runtime's working directory is not ours: never read a .env or bunfig.toml from it.
+    '--no-compile-autoload-dotenv',
+    '--no-compile-autoload-bunfig',
     '--outfile',
     join(bin, 'ferry-cni'),
   ]);

@@ -2,7 +2,8 @@
  * ferryd's API as the shim uses it: every call has a connect timeout and a total deadline, every answer
  * is parsed with the shared schemas (our own daemon is still a boundary). "Unreachable" (no socket,
  * refused, timed out) is DaemonUnreachable, code 11; an answer with an error body is passed through
- * with the daemon's code; anything else is DaemonProtocol.
+ * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
+ * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds.
  */
 import { type AllocateRequest, type Allocation, AllocationSchema } from '@ferry/shared-types/api/allocations';
 import {
@@ -12,9 +13,10 @@ import {
   type ReleaseResult,
   ReleaseResultSchema,
 } from '@ferry/shared-types/api/endpoints';
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import { type GcRequest, type GcResult, GcResultSchema } from '@ferry/shared-types/api/gc';
 import { ReadinessSchema, type Status, StatusSchema } from '@ferry/shared-types/api/status';
-import { CniError, CniErrorSchema, Code, isCode } from '@ferry/shared-types/errors';
+import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import type * as z from 'zod/mini';
 import type { Logger } from './log';
 import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
@@ -48,17 +50,22 @@ export class DaemonClient {
   }
 
   allocate(req: AllocateRequest): Promise<Allocation> {
-    return this.#call('POST', '/v1/allocations', AllocationSchema, req);
+    return this.#call(
+      'POST',
+      '/v1/allocations',
+      async () => (await import('@ferry/shared-types/api/allocations')).AllocationSchema,
+      req,
+    );
   }
 
   commit(containerId: string, req: CommitRequest): Promise<Endpoint> {
-    return this.#call('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, EndpointSchema, req);
+    return this.#call('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, endpointSchema, req);
   }
 
   /** The container's endpoint, or undefined when ferryd holds none. */
   async getEndpoint(containerId: string): Promise<Endpoint | undefined> {
     try {
-      return await this.#call('GET', `/v1/endpoints/${encodeURIComponent(containerId)}`, EndpointSchema);
+      return await this.#call('GET', `/v1/endpoints/${encodeURIComponent(containerId)}`, endpointSchema);
     } catch (err) {
       if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
       throw err;
@@ -67,20 +74,29 @@ export class DaemonClient {
 
   release(containerId: string, network: string, ifName: string): Promise<ReleaseResult> {
     const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}`;
-    return this.#call('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`, ReleaseResultSchema);
+    return this.#call(
+      'DELETE',
+      `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
+      async () => (await import('@ferry/shared-types/api/endpoints')).ReleaseResultSchema,
+    );
   }
 
   gc(req: GcRequest): Promise<GcResult> {
-    return this.#call('POST', '/v1/gc', GcResultSchema, req);
+    return this.#call('POST', '/v1/gc', async () => (await import('@ferry/shared-types/api/gc')).GcResultSchema, req);
   }
 
   status(network: string): Promise<Status> {
-    return this.#call('GET', `/v1/status?network=${encodeURIComponent(network)}`, StatusSchema);
+    return this.#call(
+      'GET',
+      `/v1/status?network=${encodeURIComponent(network)}`,
+      async () => (await import('@ferry/shared-types/api/status')).StatusSchema,
+    );
   }
 
   /** Resolves once /readyz says ready; polls every 100 ms for at most `waitMs`, then throws code 11. */
   async waitReady(waitMs: number): Promise<void> {
     const until = Date.now() + waitMs;
+    const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
     let last = '';
     for (;;) {
       try {
@@ -103,19 +119,26 @@ export class DaemonClient {
     }
   }
 
-  async #call<T>(method: RequestOptions['method'], path: string, schema: z.ZodMiniType<T>, body?: unknown): Promise<T> {
+  async #call<T>(
+    method: RequestOptions['method'],
+    path: string,
+    schema: () => Promise<z.ZodMiniType<T>>,
+    body?: unknown,
+  ): Promise<T> {
     const started = Date.now();
+    this.#log.debug({ method, path }, 'asking ferryd');
     const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), this.#t.requestMs);
-    this.#log.debug({ method, path, status: r.status, ms: Date.now() - started }, 'ferryd answered');
+    this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
     const doc = safeJson(r.body);
     if (r.status >= 200 && r.status < 300) {
-      const parsed = schema.safeParse(doc);
+      const parsed = (await schema()).safeParse(doc);
       if (parsed.success) return parsed.data;
       throw new CniError(
         Code.DaemonProtocol,
         `ferryd ${method} ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`,
       );
     }
+    const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
     const err = CniErrorSchema.safeParse(doc);
     if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
     throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
@@ -137,6 +160,8 @@ export class DaemonClient {
     }
   }
 }
+
+const endpointSchema = async () => (await import('@ferry/shared-types/api/endpoints')).EndpointSchema;
 
 function safeJson(text: string): unknown {
   try {

@@ -2,21 +2,15 @@
  * ferry-cni's entry: env + stdin → exactly one command → exactly one JSON document on stdout (or none,
  * for DEL/CHECK/STATUS/GC success) → exit code. Logs go to the log file only.
  */
-import { Ip } from '@ferry/net';
 import { type CniVersion, isSupportedVersion, LATEST_VERSION } from '@ferry/shared-types/cni/versions';
 import { CniError, Code, toErrorBody } from '@ferry/shared-types/errors';
-import { cmdAdd } from './commands/add';
-import { cmdCheck } from './commands/check';
-import { cmdDel } from './commands/del';
-import { cmdGc } from './commands/gc';
-import { cmdStatus } from './commands/status';
 import { aboutText, cmdVersion } from './commands/version';
-import { declaredVersion, decodeStdin, parseNetConf, type ShimConf } from './config';
-import { DaemonClient, DEFAULT_SOCKET } from './daemon-client';
+import type { ShimConf } from './config';
 import type { Deps } from './deps';
 import { type CmdArgs, checkNetns, parseEnv } from './env';
 import { type Level, openLog } from './log';
 import type { Runtime } from './runtime/runtime';
+import { declaredVersion, decodeStdin } from './stdin';
 
 export interface Io {
   /** All of stdin, or undefined when there is none (a terminal). */
@@ -26,12 +20,14 @@ export interface Io {
 }
 
 type Handler = (args: CmdArgs, conf: ShimConf, d: Deps) => Promise<unknown>;
-const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, Handler> = {
-  ADD: cmdAdd,
-  DEL: cmdDel,
-  CHECK: cmdCheck,
-  STATUS: cmdStatus,
-  GC: cmdGc,
+// Loaded on demand: every module evaluated at start-up (and every zod schema it builds) adds to each
+// pod's ADD, so a command brings in only its own graph (docs/shipping.md has the numbers).
+const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, () => Promise<Handler>> = {
+  ADD: async () => (await import('./commands/add')).cmdAdd,
+  DEL: async () => (await import('./commands/del')).cmdDel,
+  CHECK: async () => (await import('./commands/check')).cmdCheck,
+  STATUS: async () => (await import('./commands/status')).cmdStatus,
+  GC: async () => (await import('./commands/gc')).cmdGc,
 };
 
 export const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000 } as const;
@@ -51,6 +47,16 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise
       io.print(JSON.stringify(cmdVersion(stdin.trim() ? declaredVersion(decodeStdin(stdin)) : undefined)));
       return 0;
     }
+    const T = [performance.now()];
+    await import('zod/mini'); T.push(performance.now());
+    await import('@ferry/shared-types/cni/names'); T.push(performance.now());
+    const { parseNetConf } = await import('./config'); T.push(performance.now());
+    const { DaemonClient, DEFAULT_SOCKET } = await import('./daemon-client'); T.push(performance.now());
+    const { Ip } = await import('@ferry/net'); T.push(performance.now());
+    const handler = commands[args.command](); await handler; T.push(performance.now());
+    await import('@ferry/shared-types/api/allocations'); T.push(performance.now());
+    await import('@ferry/shared-types/api/endpoints'); T.push(performance.now());
+    io.printErr(JSON.stringify(T.map((t, i) => i ? +(t - (T[i-1] as number)).toFixed(2) : +t.toFixed(2))));
     const conf = parseNetConf(stdin, args.command);
     version = conf.cniVersion;
     if (conf.logFile) log.setFile(conf.logFile);
@@ -75,7 +81,8 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise
       log: clog,
       addWaitMs: t.addWaitMs ?? DEFAULTS.addWaitMs,
     };
-    const result = await commands[args.command](args, conf, deps);
+    clog.debug({}, 'config parsed');
+    const result = await (await handler)(args, conf, deps);
     if (result !== undefined) io.print(JSON.stringify(result));
     return 0;
   } catch (err) {

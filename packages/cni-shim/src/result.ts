@@ -5,7 +5,7 @@
  */
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { convertResult } from '@ferry/shared-types/cni/convert';
-import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/result';
+import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';

@@ -5,8 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { NetworkNameSchema } from '@ferry/shared-types/cni/names';
 import { DnsSchema } from '@ferry/shared-types/cni/result';
-import { NetworkNameSchema } from '@ferry/shared-types/cni/validate';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describePath } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';

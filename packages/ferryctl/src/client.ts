@@ -2,7 +2,9 @@
  * ferryd's operator API over the unix socket (default) or the TCP listener with a bearer token.
  * undici 7 is the client (Node 20); every answer is parsed with the shared schemas.
  */
-import { CniError, CniErrorSchema, Code, isCode } from '@ferry/shared-types/errors';
+
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
+import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import { Agent, type Dispatcher, request } from 'undici';
 import type * as z from 'zod/mini';
 

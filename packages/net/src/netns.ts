@@ -19,10 +19,20 @@ export function describeNetns(ns: Netns): string {
   return ns.kind === 'self' ? 'the node namespace' : ns.path;
 }
 
+/** `/var/run/netns/NAME` (or `/run/netns/NAME`, the same directory) → NAME; anything else → undefined. */
+export function namedNetns(path: string): string | undefined {
+  const m = /^\/(?:var\/)?run\/netns\/([^/]+)$/.exec(path);
+  const name = m?.[1];
+  return name && !name.startsWith('-') && name !== '.' && name !== '..' ? name : undefined;
+}
+
 /**
- * The argv that runs `ip ARGS` inside `ns`. `ip -n` accepts only names under /var/run/netns, so a path
- * goes through nsenter, which does not remount /sys the way `ip netns exec` does.
+ * The argv that runs `ip ARGS` inside `ns`. A namespace under /var/run/netns (containerd's and CRI-O's)
+ * is entered by `ip -n NAME` itself, one exec fewer; any other path (/proc/PID/ns/net) goes through
+ * nsenter, which does not remount /sys the way `ip netns exec` does.
  */
 export function ipArgv(ns: Netns, args: readonly string[]): string[] {
-  return ns.kind === 'path' ? ['nsenter', `--net=${ns.path}`, 'ip', ...args] : ['ip', ...args];
+  if (ns.kind === 'self') return ['ip', ...args];
+  const name = namedNetns(ns.path);
+  return name ? ['ip', '-n', name, ...args] : ['nsenter', `--net=${ns.path}`, 'ip', ...args];
 }

@@ -1,10 +1,9 @@
 /**
  * The one catalog of error codes Ferry can emit. Spec codes keep their numbers (SPEC.md §5 "Error"),
  * Ferry's own start at 100. Every CNI error printed by ferry-cni and every error body sent by ferryd
- * carries one of these codes.
+ * carries one of these codes. No zod here (api/error.ts has the schema), so code that only reports
+ * errors builds no schema.
  */
-import * as z from 'zod/mini';
-
 export const Code = {
   /** The config's cniVersion is not one ferry-cni supports, or the command needs a newer version. */
   IncompatibleVersion: 1,
@@ -85,13 +84,12 @@ export class CniError extends Error {
 }
 
 /** The wire shape of an error: what ferryd sends and what ferry-cni prints (plus cniVersion). */
-export const CniErrorSchema = z.object({
-  cniVersion: z.optional(z.string()),
-  code: z.number().check(z.int()),
-  msg: z.string(),
-  details: z.optional(z.string()),
-});
-export type CniErrorBody = z.infer<typeof CniErrorSchema>;
+export interface CniErrorBody {
+  cniVersion?: string;
+  code: number;
+  msg: string;
+  details?: string;
+}
 
 /** Serialises an error for stdout or an HTTP body, dropping an empty `details` as the Go types do. */
 export function toErrorBody(err: CniError, cniVersion?: string): CniErrorBody {

@@ -1,8 +1,10 @@
 /**
- * ADD (DESIGN.md "The two flows"): wait for ferryd → allocate → build each NIC → commit → result.
+ * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit →
+ * result.
  * Anything that fails after allocate is undone in reverse order before the error is printed.
  */
-import type { AnyResult } from '@ferry/shared-types/cni/result';
+import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
+import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
@@ -12,11 +14,25 @@ import { toResult } from '../result';
 import { Rollback } from '../rollback';
 import { attachmentOf } from './attachment';
 
+/**
+ * Allocates at once when ferryd is serving (the common case: one round trip); when it is unreachable or
+ * not ready yet, waits for readiness within the ADD budget and asks again. Never builds anything first.
+ */
+async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocation> {
+  try {
+    return await d.daemon.allocate(req);
+  } catch (err) {
+    if (!(err instanceof CniError) || err.code !== Code.TryAgainLater) throw err;
+    d.log.info({ err }, 'ferryd not ready; waiting');
+  }
+  await d.daemon.waitReady(d.addWaitMs);
+  return d.daemon.allocate(req);
+}
+
 export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
   const undo = new Rollback();
   try {
-    await d.daemon.waitReady(d.addWaitMs);
-    const alloc = await d.daemon.allocate(attachmentOf(args, conf));
+    const alloc = await allocateWhenReady(attachmentOf(args, conf), d);
     undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName));
     let infra: BuiltInfraNic | undefined;
     for (const plan of alloc.nics) {
@@ -41,6 +57,7 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
       nics: [{ ifName: infra.ifName, mac: infra.mac, containerIfIndex: infra.containerIfIndex }],
     });
     undo.commit();
+    d.log.debug({}, 'committed');
     d.log.info({ generation: alloc.generation, mac: infra.mac, containerIfIndex: infra.containerIfIndex }, 'added');
     return toResult(conf, args.netns, alloc, { infra });
   } catch (err) {

@@ -13,7 +13,7 @@ import {
   toMainRoutes,
 } from '@ferry/net';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
-import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/result';
+import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from '../config';

@@ -74,13 +74,16 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
   const { plan } = input;
   const pod = netnsAt(input.netns);
   await createPair(input, d);
+  d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
   if (hasFamily(plan, 4)) {
     await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
     await ensureSysctl(['net', 'ipv4', 'ip_forward'], '1');
   }
   if (hasFamily(plan, 6)) await ensureSysctl(['net', 'ipv6', 'conf', 'all', 'forwarding'], '1');
+  d.log.debug({}, 'node sysctls set');
   const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
+  d.log.debug({}, 'pod side configured');
   const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
   if (!link?.address)
     throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${input.netns}: link vanished`);

@@ -1,5 +1,6 @@
 import { AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
-import { CniError, CniErrorSchema, Code } from '@ferry/shared-types/errors';
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
+import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Lifecycle } from '../lifecycle';

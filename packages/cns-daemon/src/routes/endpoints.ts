@@ -5,7 +5,7 @@ import {
   ReleaseQuerySchema,
   ReleaseResultSchema,
 } from '@ferry/shared-types/api/endpoints';
-import { CniErrorSchema } from '@ferry/shared-types/errors';
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Metrics } from '../metrics';

@@ -1,5 +1,5 @@
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import { GcRequestSchema, GcResultSchema } from '@ferry/shared-types/api/gc';
-import { CniErrorSchema } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 

@@ -1,5 +1,5 @@
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import { StatusQuerySchema, StatusSchema } from '@ferry/shared-types/api/status';
-import { CniErrorSchema } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Ipam } from '../ipam/ipam';
 import type { Lifecycle } from '../lifecycle';

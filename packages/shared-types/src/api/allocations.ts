@@ -5,8 +5,8 @@
  */
 import * as z from 'zod/mini';
 import { DelegatedNicsRequestSchema } from '../cni/config';
+import { IfNameSchema } from '../cni/names';
 import { DnsSchema } from '../cni/result';
-import { IfNameSchema } from '../cni/validate';
 import { AssignedAddressSchema, AttachmentKeySchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
 
 export const AllocateRequestSchema = z.extend(AttachmentKeySchema, {

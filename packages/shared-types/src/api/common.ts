@@ -1,6 +1,6 @@
 /** Building blocks of ferryd's API (v1). */
 import * as z from 'zod/mini';
-import { ContainerIdSchema, IfNameSchema, NetworkNameSchema } from '../cni/validate';
+import { ContainerIdSchema, IfNameSchema, NetworkNameSchema } from '../cni/names';
 
 export const FamilySchema = z.union([z.literal(4), z.literal(6)]);
 export type Family = z.infer<typeof FamilySchema>;

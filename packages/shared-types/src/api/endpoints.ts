@@ -4,7 +4,7 @@
  * attachment's addresses and state in one transaction.
  */
 import * as z from 'zod/mini';
-import { IfNameSchema, NetworkNameSchema } from '../cni/validate';
+import { IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { SupportedNicTypeSchema } from '../nic';
 import { AssignedAddressSchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
 

@@ -1,6 +1,6 @@
 /** POST /v1/gc — CNI GC for one network: remove every attachment not in the valid list. */
 import * as z from 'zod/mini';
-import { ContainerIdSchema, IfNameSchema, NetworkNameSchema } from '../cni/validate';
+import { ContainerIdSchema, IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { InterfaceRecordSchema } from './endpoints';
 
 export const GcRequestSchema = z.strictObject({

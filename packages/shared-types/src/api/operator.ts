@@ -1,6 +1,6 @@
 /** The operator API: read state, pool usage and per-address state; force-delete endpoints; reconcile. */
 import * as z from 'zod/mini';
-import { NetworkNameSchema } from '../cni/validate';
+import { NetworkNameSchema } from '../cni/names';
 import { SupportedNicTypeSchema } from '../nic';
 import { FamilySchema } from './common';
 import { EndpointSchema } from './endpoints';

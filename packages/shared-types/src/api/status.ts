@@ -1,6 +1,6 @@
 /** GET /v1/status and /readyz: whether ferryd can serve ADD for a network. */
 import * as z from 'zod/mini';
-import { NetworkNameSchema } from '../cni/validate';
+import { NetworkNameSchema } from '../cni/names';
 import { FamilySchema } from './common';
 
 export const StatusQuerySchema = z.strictObject({ network: NetworkNameSchema });

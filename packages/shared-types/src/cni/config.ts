@@ -4,7 +4,7 @@
  * kept and ignored, as the spec asks of plugins.
  */
 import * as z from 'zod/mini';
-import { NetworkNameSchema } from './validate';
+import { NetworkNameSchema } from './names';
 
 const Int = () => z.number().check(z.int());
 const AbsolutePath = z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { convertResult } from './convert';
-import { type AnyResult, resultSchemaFor } from './result';
+import type { AnyResult } from './any-result';
+import { resultSchemaFor } from './result';
 import { SUPPORTED_VERSIONS } from './versions';
 
 // One result, as each version prints it. The 1.x goldens carry the interface fields only 1.x knows;

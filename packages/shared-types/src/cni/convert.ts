@@ -3,7 +3,7 @@
  * 1.x → 0.3.x/0.4.0 adds ips[].version from the address family and drops interfaces' mtu,
  * socketPath and pciID; 0.x → 1.x drops ips[].version; 1.0.0 ⇄ 1.1.0 only changes the version.
  */
-import type { AnyResult } from './result';
+import type { AnyResult } from './any-result';
 import { type CniVersion, specHas } from './versions';
 
 const V1_ONLY_INTERFACE_KEYS = ['mtu', 'socketPath', 'pciID'] as const;

@@ -102,18 +102,3 @@ const BY_VERSION = {
 export function resultSchemaFor(v: CniVersion): (typeof BY_VERSION)[CniVersion] {
   return BY_VERSION[v];
 }
-
-/**
- * A result as received from another plugin (prevResult) or another version: every field optional and
- * unknown keys kept, as Go's json.Unmarshal tolerates them. Convert it with `convertResult`.
- */
-export const AnyResultSchema = z.looseObject({
-  cniVersion: z.optional(z.string()),
-  interfaces: z.optional(z.array(z.looseObject({ name: z.string() }))),
-  ips: z.optional(
-    z.array(z.looseObject({ address: z.string(), version: z.optional(z.string()), interface: z.optional(z.number()) })),
-  ),
-  routes: z.optional(z.array(z.looseObject({ dst: z.string() }))),
-  dns: z.optional(z.looseObject({})),
-});
-export type AnyResult = z.infer<typeof AnyResultSchema>;

@@ -1,11 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import {
-  ContainerIdSchema,
-  containerIdProblem,
-  ifNameProblem,
-  NetworkNameSchema,
-  networkNameProblem,
-} from './validate';
+import { ContainerIdSchema, NetworkNameSchema } from './names';
+import { containerIdProblem, ifNameProblem, networkNameProblem } from './validate';
 
 describe('container ID', () => {
   test.for(['a', '0', 'abc123', 'a_b.c-d', 'f'.repeat(64), 'x'.repeat(255)])('accepts %s', (id) => {

@@ -1,10 +1,9 @@
 /**
  * Validators for the names the CNI spec constrains. They matter beyond the spec: container IDs and
  * network names reach file names (the delete queue, logs), so anything outside the spec's character
- * set is refused before it can become a path.
+ * set is refused before it can become a path. No zod here: the shim's environment checks run before
+ * any schema is built (cni/names.ts has the zod forms).
  */
-import * as z from 'zod/mini';
-
 /** pkg/utils ValidateContainerID: starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export const CONTAINER_ID_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** pkg/utils ValidateNetworkName uses the same character set. */
@@ -38,19 +37,3 @@ export function networkNameProblem(name: string): string | undefined {
   if (!NETWORK_NAME_RE.test(name)) return 'must match ^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
   return undefined;
 }
-
-function fromProblem(problem: (v: string) => string | undefined) {
-  return z.string().check(
-    z.superRefine((v, ctx) => {
-      const p = problem(v);
-      if (p) ctx.addIssue({ code: 'custom', message: p, input: v });
-    }),
-  );
-}
-
-/** A CNI container ID. */
-export const ContainerIdSchema = fromProblem(containerIdProblem);
-/** A Linux interface name. */
-export const IfNameSchema = fromProblem(ifNameProblem);
-/** A CNI network name. */
-export const NetworkNameSchema = fromProblem(networkNameProblem);

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { ContainerIdParamsSchema } from '@ferry/shared-types/api/common';
 import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/endpoints';
+import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import {
   AddressListQuerySchema,
   AddressListSchema,
@@ -10,7 +11,7 @@ import {
   PoolListSchema,
   ReconcileResultSchema,
 } from '@ferry/shared-types/api/operator';
-import { CniError, CniErrorSchema, Code } from '@ferry/shared-types/errors';
+import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
 

@@ -1,0 +1,91 @@
+/// <reference types="bun-types" />
+/**
+ * The benchmark's node: a network namespace standing in for the host, ferryd running inside it, and
+ * the harness re-executed inside it so every plugin run is a plain fork+exec, as under a runtime.
+ * Everything is removed on exit.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sh } from './proc';
+
+export const ROOT = join(import.meta.dir, '..', '..');
+export const BIN = join(ROOT, 'dist', 'bin');
+export const REF = '/usr/lib/cni';
+
+export interface BenchNode {
+  dir: string;
+  socket: string;
+  netns: string;
+}
+
+/** In the outer process: set up, re-run this script inside the node netns, tear down. Returns the exit code. */
+export async function runInsideNode(script: string, ferrydConfig: Record<string, unknown> = {}): Promise<number> {
+  const id = Math.random().toString(16).slice(2, 10);
+  const name = `ferry-b-node-${id}`;
+  const dir = `/tmp/ferry-b-${id}`;
+  mkdirSync(dir, { recursive: true });
+  sh(['ip', 'netns', 'add', name]);
+  const netns = `/var/run/netns/${name}`;
+  let ferryd: ReturnType<typeof Bun.spawn> | undefined;
+  try {
+    sh(['nsenter', `--net=${netns}`, 'ip', 'link', 'set', 'lo', 'up']);
+    sh(['nsenter', `--net=${netns}`, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo']);
+    const socket = join(dir, 'run', 'ferryd.sock');
+    const config = {
+      socket,
+      database: join(dir, 'lib', 'ferry.db'),
+      deleteQueue: join(dir, 'lib', 'queue'),
+      logLevel: 'warn',
+      networks: [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/16' } }],
+      ...ferrydConfig,
+    };
+    writeFileSync(join(dir, 'ferryd.json'), JSON.stringify(config));
+    ferryd = Bun.spawn({
+      cmd: ['nsenter', `--net=${netns}`, join(BIN, 'ferryd'), '--config', join(dir, 'ferryd.json')],
+      stdout: Bun.file(join(dir, 'ferryd.log')),
+      stderr: Bun.file(join(dir, 'ferryd.log')),
+    });
+    for (let i = 0; i < 200; i++) {
+      const r = await fetch('http://ferryd/readyz', { unix: socket }).catch(() => undefined);
+      if (r?.status === 200) break;
+      await Bun.sleep(50);
+    }
+    const child = Bun.spawn({
+      cmd: ['nsenter', `--net=${netns}`, process.execPath, 'run', script],
+      env: { ...process.env, FERRY_BENCH_NODE: JSON.stringify({ dir, socket, netns } satisfies BenchNode) },
+      stdout: 'inherit',
+      stderr: 'inherit',
+    });
+    return await child.exited;
+  } finally {
+    ferryd?.kill('SIGTERM');
+    await ferryd?.exited;
+    for (const ns of sh(['ip', 'netns', 'list']).split('\n')) {
+      const n = ns.split(' ')[0] ?? '';
+      if (n.startsWith(`ferry-b-`) && n.includes(id)) sh(['ip', 'netns', 'del', n]);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** In the inner process: where the node's pieces are, or undefined when not yet inside. */
+export function benchNode(): BenchNode | undefined {
+  const raw = process.env.FERRY_BENCH_NODE;
+  return raw ? (JSON.parse(raw) as BenchNode) : undefined;
+}
+
+/** Pod namespaces named after the node's id so the outer process removes them whatever happens. */
+export function makePods(node: BenchNode, n: number, tag: string): string[] {
+  const id = node.dir.split('-').at(-1);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = `ferry-b-${tag}${i}-${id}`;
+    sh(['ip', 'netns', 'add', name]);
+    out.push(`/var/run/netns/${name}`);
+  }
+  return out;
+}
+
+export function dropPods(paths: readonly string[]): void {
+  for (const p of paths) sh(['ip', 'netns', 'del', p.split('/').at(-1) ?? '']);
+}
