@@ -47,16 +47,12 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise
       io.print(JSON.stringify(cmdVersion(stdin.trim() ? declaredVersion(decodeStdin(stdin)) : undefined)));
       return 0;
     }
-    const T = [performance.now()];
-    await import('zod/mini'); T.push(performance.now());
-    await import('@ferry/shared-types/cni/names'); T.push(performance.now());
-    const { parseNetConf } = await import('./config'); T.push(performance.now());
-    const { DaemonClient, DEFAULT_SOCKET } = await import('./daemon-client'); T.push(performance.now());
-    const { Ip } = await import('@ferry/net'); T.push(performance.now());
-    const handler = commands[args.command](); await handler; T.push(performance.now());
-    await import('@ferry/shared-types/api/allocations'); T.push(performance.now());
-    await import('@ferry/shared-types/api/endpoints'); T.push(performance.now());
-    io.printErr(JSON.stringify(T.map((t, i) => i ? +(t - (T[i-1] as number)).toFixed(2) : +t.toFixed(2))));
+    const handler = commands[args.command]();
+    const [{ parseNetConf }, { DaemonClient, DEFAULT_SOCKET }, { Ip }] = await Promise.all([
+      import('./config'),
+      import('./daemon-client'),
+      import('@ferry/net'),
+    ]);
     const conf = parseNetConf(stdin, args.command);
     version = conf.cniVersion;
     if (conf.logFile) log.setFile(conf.logFile);
