@@ -8,7 +8,7 @@
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, type BenchNode, benchNode, dropPods, makePods, runInsideNode } from './lib/node';
+import { type BenchNode, BIN, benchNode, dropPods, makePods, runInsideNode } from './lib/node';
 import { exec } from './lib/proc';
 import { fmt, median, printTable } from './lib/stats';
 
@@ -25,7 +25,14 @@ const MARKS = [
 
 async function inside(node: BenchNode): Promise<void> {
   const log = join(node.dir, 'phases.log');
-  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', daemonSocket: node.socket, logFile: log, logLevel: 'debug' };
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'ferry',
+    type: 'ferry-cni',
+    daemonSocket: node.socket,
+    logFile: log,
+    logLevel: 'debug',
+  };
   const env = (cmd: string, netns: string, i: number) => ({
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     CNI_COMMAND: cmd,
@@ -43,7 +50,10 @@ async function inside(node: BenchNode): Promise<void> {
       const add = await exec([join(BIN, 'ferry-cni')], env('ADD', pod, i), JSON.stringify(conf));
       if (add.exitCode !== 0) throw new Error(`ADD failed: ${add.stdout}`);
       walls.push(add.wallMs);
-      const lines = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { ms: number; msg: string; path?: string });
+      const lines = readFileSync(log, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { ms: number; msg: string; path?: string });
       let prev = 0;
       const seen = new Set<string>();
       for (const line of lines) {

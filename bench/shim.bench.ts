@@ -9,7 +9,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, type BenchNode, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
+import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
 import { exec, type Op, pool } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
@@ -27,7 +27,13 @@ const FERRY: Impl = {
   name: 'ferry',
   argv: [join(BIN, 'ferry-cni')],
   cniPath: BIN,
-  conf: (node) => ({ cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', daemonSocket: node.socket, logFile: join(node.dir, 'cni.log') }),
+  conf: (node) => ({
+    cniVersion: '1.0.0',
+    name: 'ferry',
+    type: 'ferry-cni',
+    daemonSocket: node.socket,
+    logFile: join(node.dir, 'cni.log'),
+  }),
 };
 const REFERENCE: Impl = {
   name: 'bridge+host-local',
@@ -83,9 +89,11 @@ async function measure(impl: Impl, node: BenchNode): Promise<Figures> {
     const add: Op[] = [];
     for (const [i, p] of seq.entries()) add.push(must(await op(impl, node, 'ADD', p, i), `${impl.name} ADD`));
     const check: Op[] = [];
-    for (const [i, p] of seq.entries()) check.push(must(await op(impl, node, 'CHECK', p, i, add[i]?.stdout), `${impl.name} CHECK`));
+    for (const [i, p] of seq.entries())
+      check.push(must(await op(impl, node, 'CHECK', p, i, add[i]?.stdout), `${impl.name} CHECK`));
     const del: Op[] = [];
-    for (const [i, p] of seq.entries()) del.push(must(await op(impl, node, 'DEL', p, i, add[i]?.stdout), `${impl.name} DEL`));
+    for (const [i, p] of seq.entries())
+      del.push(must(await op(impl, node, 'DEL', p, i, add[i]?.stdout), `${impl.name} DEL`));
 
     const concurrent = async (c: number) => {
       const idx = seq.map((_, i) => i);
@@ -137,10 +145,16 @@ async function inside(node: BenchNode): Promise<void> {
       row('ADD p50, 32 concurrent', median(f.c32), median(r.c32)),
       row(`${BURST}-pod burst ADD wall`, f.burstAddMs, r.burstAddMs, 0),
       row(`${BURST}-pod burst DEL wall`, f.burstDelMs, r.burstDelMs, 0),
-      row('peak RSS of one ADD (MiB)', Math.max(...f.add.map((o) => o.maxRssKiB)) / 1024, Math.max(...r.add.map((o) => o.maxRssKiB)) / 1024),
+      row(
+        'peak RSS of one ADD (MiB)',
+        Math.max(...f.add.map((o) => o.maxRssKiB)) / 1024,
+        Math.max(...r.add.map((o) => o.maxRssKiB)) / 1024,
+      ),
     ],
   );
-  console.log('\nreference = bridge plugin exec, which execs host-local; ferry = ferry-cni exec (+ ferryd round trips).');
+  console.log(
+    '\nreference = bridge plugin exec, which execs host-local; ferry = ferry-cni exec (+ ferryd round trips).',
+  );
 }
 
 const node = benchNode();

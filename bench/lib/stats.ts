@@ -15,7 +15,8 @@ export function fmt(n: number, digits = 1): string {
 /** A plain-text table, right-aligned numbers. */
 export function printTable(title: string, headers: string[], rows: string[][]): void {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
   console.log(`\n${title}`);
   console.log(line(headers));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));

@@ -9,8 +9,16 @@ test('scratch', async (t) => {
   const { node, ferryd } = await useNode(t);
   for (let i = 0; i < 3; i++) {
     const pod = await useNetns(t, 'pod');
-    const add = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) });
+    const add = await runShim(node, 'ADD', {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: netConf(ferryd),
+    });
     console.log(add.ms);
   }
-  for (const l of readFileSync(`${ferryd.dir}/cni.log`, 'utf8').trim().split('\n').slice(-11)) { const j = JSON.parse(l); console.log('LOG', j.ms, j.msg, j.path ?? '', j.status ?? '', j.tookMs ?? ''); }
+  for (const l of readFileSync(`${ferryd.dir}/cni.log`, 'utf8').trim().split('\n').slice(-11)) {
+    const j = JSON.parse(l);
+    console.log('LOG', j.ms, j.msg, j.path ?? '', j.status ?? '', j.tookMs ?? '');
+  }
 });

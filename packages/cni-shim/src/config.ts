@@ -12,7 +12,6 @@ import { declaredVersion, decodeStdin } from './stdin';
 
 export type ShimConf = NetConf & { cniVersion: CniVersion };
 
-
 /** Go's %q of a string slice, as skel prints the supported versions. */
 const SUPPORTED_Q = `[${SUPPORTED_VERSIONS.map((v) => `"${v}"`).join(' ')}]`;
 

@@ -4,8 +4,8 @@
  * the config's cniVersion.
  */
 import type { Allocation } from '@ferry/shared-types/api/allocations';
-import { convertResult } from '@ferry/shared-types/cni/convert';
 import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
+import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';

@@ -64,15 +64,14 @@ export class Operator {
 
   pools(): PoolUsage[] {
     const { ipam, pools } = this.#d;
-    const counts = pools.countByState();
-    const nowMs = this.#d.now();
+    const counts = pools.countByState(this.#d.now());
     const out: PoolUsage[] = [];
     for (const net of ipam.networks()) {
       for (const { spec, poolId } of net.pools) {
         const n = (state: string) => counts.find((c) => c.poolId === poolId && c.state === state)?.n ?? 0;
         const assigned = n('Assigned');
         const pendingRelease = n('PendingRelease');
-        const held = BigInt(pools.countHeld(poolId, nowMs));
+        const held = BigInt(assigned + pendingRelease);
         const free = spec.size > held ? spec.size - held : 0n;
         out.push({
           network: spec.network,
@@ -92,7 +91,7 @@ export class Operator {
   }
 
   addresses(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }): AddressRecord[] {
-    return this.#d.pools.list(filter).map((r) => ({
+    return this.#d.pools.list(filter, this.#d.now()).map((r) => ({
       network: r.network,
       family: r.family,
       address: r.address,

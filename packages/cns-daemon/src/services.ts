@@ -51,7 +51,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     {
       interfaceCounts: () => endpoints.countInterfaces(),
       addressCounts: () =>
-        pools.countByState().flatMap((c) => {
+        pools.countByState(now()).flatMap((c) => {
           const spec = specs.get(c.poolId);
           return spec ? [{ network: spec.network, family: spec.family, state: c.state, n: c.n }] : [];
         }),

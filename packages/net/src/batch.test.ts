@@ -9,7 +9,22 @@ test('typed methods build the command lines', () => {
     .showLink('eth0');
   expect(b.lines).toEqual([
     {
-      args: ['link', 'add', 'fry1', 'address', 'ee:ee:ee:ee:ee:ee', 'mtu', '1450', 'type', 'veth', 'peer', 'name', 'eth0', 'netns', '/var/run/netns/p'],
+      args: [
+        'link',
+        'add',
+        'fry1',
+        'address',
+        'ee:ee:ee:ee:ee:ee',
+        'mtu',
+        '1450',
+        'type',
+        'veth',
+        'peer',
+        'name',
+        'eth0',
+        'netns',
+        '/var/run/netns/p',
+      ],
       json: false,
     },
     { args: ['route', 'add', '10.0.0.5/32', 'dev', 'fry1', 'scope', 'link'], json: false },

@@ -23,12 +23,12 @@ export class PoolStore {
   readonly #rowsFrom;
   readonly #getAddress;
   readonly #assign;
-  readonly #deleteAddress;
   readonly #addressesOfInterface;
   readonly #releaseInterface;
   readonly #sweep;
   readonly #countByState;
   readonly #countHeld;
+  readonly #sweepPool;
   readonly #list;
 
   constructor(db: Db) {
@@ -45,7 +45,6 @@ export class PoolStore {
       `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
        VALUES (?, ?, ?, 'Assigned', ?, ?, NULL)`,
     );
-    this.#deleteAddress = db.prepare('DELETE FROM addresses WHERE pool_id = ? AND offset_hex = ?');
     this.#addressesOfInterface = db.prepare(
       'SELECT a.*, p.family AS family FROM addresses a JOIN pools p ON p.id = a.pool_id WHERE a.interface_id = ? ORDER BY p.family',
     );
@@ -54,14 +53,19 @@ export class PoolStore {
        WHERE interface_id = ?`,
     );
     this.#sweep = db.prepare(`DELETE FROM addresses WHERE state = 'PendingRelease' AND available_at_ms <= ?`);
-    this.#countHeld = db.prepare(
-      `SELECT count(*) AS n FROM addresses WHERE pool_id = ? AND (state = 'Assigned' OR available_at_ms > ?)`,
+    this.#countHeld = db.prepare('SELECT count(*) AS n FROM addresses WHERE pool_id = ?');
+    this.#sweepPool = db.prepare(
+      `DELETE FROM addresses WHERE pool_id = ? AND state = 'PendingRelease' AND available_at_ms <= ?`,
     );
-    this.#countByState = db.prepare('SELECT pool_id, state, count(*) AS n FROM addresses GROUP BY pool_id, state');
+    this.#countByState = db.prepare(
+      `SELECT pool_id, state, count(*) AS n FROM addresses WHERE state = 'Assigned' OR available_at_ms > ?
+       GROUP BY pool_id, state`,
+    );
     this.#list = db.prepare(
       `SELECT a.*, p.network AS network, p.family AS family, i.container_id AS container_id, i.if_name AS if_name
        FROM addresses a JOIN pools p ON p.id = a.pool_id LEFT JOIN interfaces i ON i.id = a.interface_id
        WHERE (@network IS NULL OR p.network = @network) AND (@state IS NULL OR a.state = @state)
+         AND (a.state = 'Assigned' OR a.available_at_ms > @nowMs)
        ORDER BY p.network, p.family, a.offset_hex`,
     );
   }
@@ -102,9 +106,8 @@ export class PoolStore {
     return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses');
   }
 
-  /** Assigns a free offset to an interface (a cooled-down PendingRelease row is replaced). */
+  /** Assigns a free offset (one without a row) to an interface. */
   assign(poolId: number, offsetHex: string, address: string, interfaceId: number, nowMs: number): void {
-    this.#deleteAddress.run(poolId, offsetHex);
     this.#assign.run(poolId, offsetHex, address, interfaceId, nowMs);
   }
 
@@ -122,21 +125,28 @@ export class PoolStore {
     return this.#sweep.run(nowMs).changes;
   }
 
-  /** Addresses that cannot be handed out now: Assigned, or still cooling down. */
-  countHeld(poolId: number, nowMs: number): number {
-    return parseRow(CountSchema, this.#countHeld.get(poolId, nowMs), 'addresses').n;
+  /** Rows of the pool: after sweepPool, exactly the addresses that cannot be handed out now. */
+  countHeld(poolId: number): number {
+    return parseRow(CountSchema, this.#countHeld.get(poolId), 'addresses').n;
   }
 
-  countByState(): { poolId: number; state: string; n: number }[] {
-    return this.#countByState.all().map((r) => {
+  /** Drops the pool's PendingRelease rows whose cooldown has ended: those addresses are Available. */
+  sweepPool(poolId: number, nowMs: number): number {
+    return this.#sweepPool.run(poolId, nowMs).changes;
+  }
+
+  /** Addresses per pool and state; PendingRelease rows whose cooldown has ended count as Available. */
+  countByState(nowMs: number): { poolId: number; state: string; n: number }[] {
+    return this.#countByState.all(nowMs).map((r) => {
       const row = parseRow(StateCountSchema, r, 'addresses');
       return { poolId: row.pool_id, state: row.state, n: row.n };
     });
   }
 
-  list(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }): AddressListRow[] {
+  /** Assigned and still-cooling addresses (a row whose cooldown has ended is an Available address). */
+  list(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }, nowMs: number): AddressListRow[] {
     return this.#list
-      .all({ network: filter.network ?? null, state: filter.state ?? null })
+      .all({ network: filter.network ?? null, state: filter.state ?? null, nowMs })
       .map((r) => parseRow(AddressListRowSchema, r, 'addresses'));
   }
 }

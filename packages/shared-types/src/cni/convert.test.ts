@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
-import { convertResult } from './convert';
 import type { AnyResult } from './any-result';
+import { convertResult } from './convert';
 import { resultSchemaFor } from './result';
 import { SUPPORTED_VERSIONS } from './versions';
 

@@ -66,4 +66,6 @@ CREATE TABLE addresses (
   CHECK ((state = 'PendingRelease') = (available_at_ms IS NOT NULL))
 ) WITHOUT ROWID;
 CREATE INDEX addresses_interface ON addresses (interface_id);
+-- The cooldown sweep (and allocation's per-pool sweep) reads only the rows whose cooldown has ended.
+CREATE INDEX addresses_cooling ON addresses (pool_id, available_at_ms) WHERE state = 'PendingRelease';
 `;
