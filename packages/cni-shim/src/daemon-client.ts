@@ -5,17 +5,10 @@
  * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds.
  */
-import { type AllocateRequest, type Allocation, AllocationSchema } from '@ferry/shared-types/api/allocations';
-import {
-  type CommitRequest,
-  type Endpoint,
-  EndpointSchema,
-  type ReleaseResult,
-  ReleaseResultSchema,
-} from '@ferry/shared-types/api/endpoints';
-import { CniErrorSchema } from '@ferry/shared-types/api/error';
-import { type GcRequest, type GcResult, GcResultSchema } from '@ferry/shared-types/api/gc';
-import { ReadinessSchema, type Status, StatusSchema } from '@ferry/shared-types/api/status';
+import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
+import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
+import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
+import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import type * as z from 'zod/mini';
 import type { Logger } from './log';
