@@ -15,7 +15,9 @@ test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full 
   });
   const status = () => runShim(node, 'STATUS', { conf: netConf(ferryd) });
 
-  // Forwarding is off in a fresh namespace: no pod yet, but the node would not route for pods.
+  // Forwarding off (a new namespace copies it from the machine's, so say it): no pod yet, and the node
+  // would not route for pods.
+  await inNetns(node, 'sysctl', '-qw', 'net.ipv4.ip_forward=0');
   expect((await status()).json).toMatchObject({ code: 51, msg: expect.stringContaining('IPv4 forwarding is off') });
   const add = await runShim(node, 'ADD', {
     containerId: newContainerId(),

@@ -1,9 +1,10 @@
 /**
- * The ADD result: the host veth and the pod interface (as ptp reports both), each address with the
- * index of the pod interface, the pod's routes and DNS; appended to a chained prevResult; printed in
- * the config's cniVersion.
+ * The ADD result: for the InfraNIC the host veth and the pod interface (as ptp reports both), then each
+ * DelegatedNIC as it is named in the pod; each address with the index of its pod interface; the pods'
+ * routes and DNS; appended to a chained prevResult; printed in the config's cniVersion.
  */
-import type { Allocation } from '@ferry/shared-types/api/allocations';
+import type { Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
+import type { BuiltNic } from '@ferry/shared-types/api/endpoints';
 import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
@@ -11,11 +12,12 @@ import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';
 import type { BuiltInfraNic } from './nic/infra';
 
-export interface BuiltNics {
-  infra: BuiltInfraNic;
-}
+/** One NIC of the plan and what the shim built for it. */
+export type BuiltPair =
+  | { plan: Extract<NicPlan, { nicType: 'InfraNIC' }>; built: BuiltInfraNic }
+  | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
 
-export function toResult(conf: ShimConf, netns: string, alloc: Allocation, built: BuiltNics): AnyResult {
+export function toResult(conf: ShimConf, netns: string, alloc: Allocation, nics: readonly BuiltPair[]): AnyResult {
   const prev: AnyResult = conf.prevResult
     ? parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult')
     : {};
@@ -23,15 +25,18 @@ export function toResult(conf: ShimConf, netns: string, alloc: Allocation, built
   const ips = [...(prev.ips ?? [])];
   const routes = [...(prev.routes ?? [])];
 
-  const { infra } = built;
-  const infraPlan = alloc.nics.find((n) => n.nicType === 'InfraNIC');
-  interfaces.push({ name: infra.hostVethName, mac: infra.hostVethMac });
-  const podIndex = interfaces.length;
-  interfaces.push({ name: infra.ifName, mac: infra.mac, ...(infra.mtu ? { mtu: infra.mtu } : {}), sandbox: netns });
-  for (const a of infraPlan?.addresses ?? []) {
-    ips.push({ address: a.address, ...(a.gateway ? { gateway: a.gateway } : {}), interface: podIndex });
+  for (const { plan, built } of nics) {
+    if (plan.nicType === 'InfraNIC' && 'hostVethName' in built) {
+      interfaces.push({ name: built.hostVethName, mac: built.hostVethMac });
+    }
+    const podIndex = interfaces.length;
+    const mtu = 'mtu' in built ? built.mtu : undefined;
+    interfaces.push({ name: built.ifName, mac: built.mac, ...(mtu ? { mtu } : {}), sandbox: netns });
+    for (const a of plan.addresses) {
+      ips.push({ address: a.address, ...(a.gateway ? { gateway: a.gateway } : {}), interface: podIndex });
+    }
+    for (const r of plan.routes) routes.push({ dst: r.dst, ...(r.gw ? { gw: r.gw } : {}) });
   }
-  for (const r of infraPlan?.routes ?? []) routes.push({ dst: r.dst, ...(r.gw ? { gw: r.gw } : {}) });
 
   const dns = prev.dns ?? alloc.dns ?? conf.dns;
   const result: AnyResult = {

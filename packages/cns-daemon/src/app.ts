@@ -36,6 +36,8 @@ export interface AppDeps {
   log: Logger;
   /** Liveness: throws when the database no longer answers. */
   ping(): void;
+  /** Asks for a reconcile pass in the background (after delegated devices were released). */
+  reconcileSoon(): void;
 }
 
 export interface AppOptions {
@@ -86,8 +88,12 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       lifecycle: deps.lifecycle,
       metrics: deps.metrics,
     });
-    await app.register(endpointRoutes, { attachments: deps.attachments, metrics: deps.metrics });
-    await app.register(gcRoutes, { attachments: deps.attachments });
+    await app.register(endpointRoutes, {
+      attachments: deps.attachments,
+      metrics: deps.metrics,
+      reconcileSoon: deps.reconcileSoon,
+    });
+    await app.register(gcRoutes, { attachments: deps.attachments, reconcileSoon: deps.reconcileSoon });
     await app.register(statusRoutes, { ipam: deps.ipam, lifecycle: deps.lifecycle, operator: deps.operator });
   }
   await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { NetworkNameSchema } from '@ferry/shared-types/cni/names';
 import { DnsSchema } from '@ferry/shared-types/cni/result';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { NicTypeSchema } from '@ferry/shared-types/nic';
 import { describePath } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
@@ -54,6 +55,8 @@ export const DelegatedDeviceConfigSchema = z.strictObject({
   namePattern: z.optional(z.string()),
   /** The group a network config asks for (`delegatedNICs.group`). */
   group: NetworkNameSchema,
+  /** DelegatedNIC (the default). BackendNIC (RDMA/InfiniBand) is recognised and refused. */
+  nicType: z._default(NicTypeSchema, 'DelegatedNIC'),
 });
 
 export const TcpListenerConfigSchema = z.strictObject({
@@ -213,6 +216,9 @@ function crossCheck(config: FerrydConfig): string | undefined {
   }
   for (const [i, dev] of config.delegatedDevices.entries()) {
     if (!dev.mac && !dev.namePattern) return `delegatedDevices[${i}]: needs mac or namePattern`;
+    if (dev.nicType === 'BackendNIC') {
+      return `delegatedDevices[${i}].nicType: BackendNIC (RDMA/InfiniBand) is not supported; only DelegatedNIC devices can be delegated`;
+    }
     if (dev.namePattern) {
       try {
         new RegExp(dev.namePattern);

@@ -8,6 +8,7 @@ export interface MetricSources {
   interfaceCounts(): { network: string; nicType: string; n: number }[];
   addressCounts(): { network: string; family: number; state: string; n: number }[];
   poolSizes(): { network: string; family: number; size: number }[];
+  deviceCounts(): { group: string; state: string; n: number }[];
   ready(): boolean;
 }
 
@@ -76,6 +77,16 @@ export class Metrics {
       collect() {
         this.reset();
         for (const p of sources.poolSizes()) this.set({ network: p.network, family: String(p.family) }, p.size);
+      },
+    });
+    new Gauge({
+      name: 'ferry_devices',
+      help: 'Delegated devices by group and state (free, assigned, missing)',
+      labelNames: ['group', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const d of sources.deviceCounts()) this.set({ group: d.group, state: d.state }, d.n);
       },
     });
     new Gauge({

@@ -3,6 +3,7 @@
  * state. Also force-delete and reconcile-now. Read paths never change state.
  */
 
+import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type {
   AddressRecord,
@@ -11,6 +12,7 @@ import type {
   PoolUsage,
   ReconcileResult,
 } from '@ferry/shared-types/api/operator';
+import type { Inventory } from './devices/inventory';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
 import { fromBigInt } from './ipam/cidr';
@@ -25,6 +27,7 @@ export interface OperatorDeps {
   ipam: Ipam;
   attachments: Attachments;
   invariants: Invariants;
+  inventory: Inventory;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -105,6 +108,18 @@ export class Operator {
 
   reconcile(): Promise<ReconcileResult> {
     return this.#d.reconcile();
+  }
+
+  devices(): Device[] {
+    return this.#d.inventory.list();
+  }
+
+  reserveDevice(mac: string, req: ReservationRequest): Device {
+    return this.#d.inventory.reserve(mac, req);
+  }
+
+  unreserveDevice(mac: string): Device {
+    return this.#d.inventory.unreserve(mac);
   }
 
   invariants(): InvariantReport {

@@ -2,9 +2,13 @@
  * Builds ferryd's services on an open database: the one place that knows how they depend on each
  * other. startDaemon adds sockets and timers; route tests use it with inject().
  */
+
+import { Ip } from '@ferry/net';
+import { nodeRunner } from '@ferry/net/node-runner';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import type { FerrydConfig } from './config';
+import { Inventory } from './devices/inventory';
 import { Attachments } from './endpoints/attachments';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
@@ -12,6 +16,7 @@ import { Metrics } from './metrics';
 import { Operator } from './operator';
 import { Reconciler } from './reconcile/reconciler';
 import type { Db } from './store/db';
+import { DeviceStore } from './store/devices';
 import { EndpointStore } from './store/endpoints';
 import { Invariants } from './store/invariants';
 import { PoolStore } from './store/pools';
@@ -19,7 +24,7 @@ import { PoolStore } from './store/pools';
 export interface Services {
   deps: AppDeps;
   reconciler: Reconciler;
-  stores: { endpoints: EndpointStore; pools: PoolStore };
+  stores: { endpoints: EndpointStore; pools: PoolStore; devices: DeviceStore };
 }
 
 export interface ServiceOptions {
@@ -32,10 +37,12 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const { log, now } = opts;
   const endpoints = new EndpointStore(db);
   const pools = new PoolStore(db);
+  const devices = new DeviceStore(db);
   const ipam = new Ipam(pools, config);
   const lifecycle = new Lifecycle();
-  const attachments = new Attachments({ db, endpoints, ipam, now });
-  const reconciler = new Reconciler({ ipam, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
+  const attachments = new Attachments({ db, endpoints, devices, ipam, now });
+  const inventory = new Inventory({ db, devices, ip: new Ip(nodeRunner), config: config.delegatedDevices, log, now });
+  const reconciler = new Reconciler({ ipam, inventory, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
   const invariants = new Invariants(db, ipam);
   const operator = new Operator({
     endpoints,
@@ -43,6 +50,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     ipam,
     attachments,
     invariants,
+    inventory,
     now,
     reconcile: () => reconciler.runOnce(),
   });
@@ -56,6 +64,15 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
           return spec ? [{ network: spec.network, family: spec.family, state: c.state, n: c.n }] : [];
         }),
       poolSizes: () => [...specs.values()].map((s) => ({ network: s.network, family: s.family, size: Number(s.size) })),
+      deviceCounts: () => {
+        const counts = new Map<string, number>();
+        for (const d of inventory.list())
+          counts.set(`${d.group}\t${d.state}`, (counts.get(`${d.group}\t${d.state}`) ?? 0) + 1);
+        return [...counts].map(([k, n]) => {
+          const [group = '', state = ''] = k.split('\t');
+          return { group, state, n };
+        });
+      },
       ready: () => lifecycle.isReady,
     },
     { defaultMetrics: opts.defaultMetrics },
@@ -64,8 +81,8 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, ipam, operator, lifecycle, metrics, log, ping },
+    deps: { attachments, ipam, operator, lifecycle, metrics, log, ping, reconcileSoon: () => reconciler.runSoon() },
     reconciler,
-    stores: { endpoints, pools },
+    stores: { endpoints, pools, devices },
   };
 }

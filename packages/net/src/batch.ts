@@ -72,7 +72,7 @@ export class IpBatch {
     return this.#push(['link', 'set', 'dev', dev, 'mtu', String(mtu)]);
   }
 
-  /** Moves `dev` into the namespace at `netnsPath`. */
+  /** Moves `dev` into the namespace at `netnsPath` (it arrives down, without addresses). */
   moveTo(dev: string, netnsPath: string): this {
     return this.#push(['link', 'set', 'dev', dev, 'netns', netnsPath]);
   }

@@ -115,6 +115,11 @@ export class Ip {
   }
 }
 
+/** The same MAC whatever the case. */
+export function sameMac(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && a.toLowerCase() === b.toLowerCase();
+}
+
 /** `ip -j -batch` prints one JSON array per show line, each on its own line. */
 export function parseJsonLines(stdout: string): unknown[] {
   const out: unknown[] = [];

@@ -1,5 +1,6 @@
 export * from './api/allocations';
 export * from './api/common';
+export * from './api/devices';
 export * from './api/endpoints';
 export * from './api/error';
 export * from './api/gc';

@@ -9,8 +9,9 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-import { type BuiltInfraNic, buildInfraNic } from '../nic/infra';
-import { toResult } from '../result';
+import { buildDelegatedNic } from '../nic/delegated';
+import { buildInfraNic } from '../nic/infra';
+import { type BuiltPair, toResult } from '../result';
 import { Rollback } from '../rollback';
 import { attachmentOf } from './attachment';
 
@@ -34,32 +35,34 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
   try {
     const alloc = await allocateWhenReady(attachmentOf(args, conf), d);
     undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName));
-    let infra: BuiltInfraNic | undefined;
+    // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).
+    const nics: BuiltPair[] = [];
     for (const plan of alloc.nics) {
-      if (plan.nicType !== 'InfraNIC') {
-        throw new CniError(
-          Code.UnsupportedNicType,
-          `build ${plan.nicType} ${plan.ifName}: not supported by this ferry-cni`,
-        );
+      if (plan.nicType === 'InfraNIC') {
+        const mac = conf.runtimeConfig?.mac;
+        const input = { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
+        nics.push({ plan, built: await buildInfraNic(input, undo, d) });
+      } else {
+        nics.push({ plan, built: await buildDelegatedNic(plan, args.netns, undo, d) });
       }
-      const mac = conf.runtimeConfig?.mac;
-      infra = await buildInfraNic(
-        { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) },
-        undo,
-        d,
-      );
     }
-    if (!infra) throw new CniError(Code.DaemonProtocol, 'ferryd planned no InfraNIC');
     await d.daemon.commit(args.containerId, {
       network: conf.name,
       ifName: args.ifName,
       generation: alloc.generation,
-      nics: [{ ifName: infra.ifName, mac: infra.mac, containerIfIndex: infra.containerIfIndex }],
+      nics: nics.map(({ built }) => ({
+        ifName: built.ifName,
+        mac: built.mac,
+        containerIfIndex: built.containerIfIndex,
+      })),
     });
     undo.commit();
     d.log.debug({}, 'committed');
-    d.log.info({ generation: alloc.generation, mac: infra.mac, containerIfIndex: infra.containerIfIndex }, 'added');
-    return toResult(conf, args.netns, alloc, { infra });
+    d.log.info(
+      { generation: alloc.generation, nics: nics.map(({ built }) => `${built.ifName}@${built.containerIfIndex}`) },
+      'added',
+    );
+    return toResult(conf, args.netns, alloc, nics);
   } catch (err) {
     await undo.unwind(d.log);
     throw err;

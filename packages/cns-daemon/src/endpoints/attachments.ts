@@ -4,23 +4,33 @@
  * split Azure's CNS suffers from, issue #4829, cannot happen here).
  */
 import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
+import type { ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { CommitRequest, Endpoint, InterfaceRecord, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { endpointIdOf } from '@ferry/shared-types/nic';
+import { reservationOf } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 import { HOST_VETH_MAC } from '../ipam/pool';
 import type { Db } from '../store/db';
+import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
-import type { AttachmentRow } from '../store/rows';
+import type { AttachmentRow, DeviceRow } from '../store/rows';
 import { hostVethNameOf } from './host-veth';
-import { routesOf, toRecord } from './records';
+import { addressesOf, routesOf, toRecord } from './records';
 
 export interface AttachmentsDeps {
   db: Db;
   endpoints: EndpointStore;
+  devices: DeviceStore;
   ipam: Ipam;
   now: () => number;
+}
+
+interface WantedDevice {
+  row: DeviceRow;
+  ifName?: string;
+  reservation?: ReservationRequest;
 }
 
 export class Attachments {
@@ -40,12 +50,7 @@ export class Attachments {
         return this.#planOf(existing);
       }
       const net = ipam.network(req.network);
-      if (req.delegatedNICs) {
-        throw new CniError(
-          Code.DeviceUnavailable,
-          `allocate delegated NICs of group "${req.delegatedNICs.group}": no delegated devices are configured in ferryd`,
-        );
-      }
+      const wanted = this.#wantedDevices(req);
       const now = this.#d.now();
       const attachmentId = endpoints.insertAttachment({
         network: req.network,
@@ -70,6 +75,7 @@ export class Attachments {
         hostVethName: hostVethNameOf(req.containerId, req.ifName),
       });
       ipam.assign(req.network, infraId, now);
+      this.#attachDevices(req, attachmentId, wanted);
       const created = endpoints.getAttachmentById(attachmentId);
       if (!created) throw new CniError(Code.Internal, `attachment ${attachmentId} vanished inside its transaction`);
       return this.#planOf(created);
@@ -148,6 +154,85 @@ export class Attachments {
     return result;
   }
 
+  /** The devices this pod gets: its reservations first, then what the network config asks of a group. */
+  #wantedDevices(req: AllocateRequest): WantedDevice[] {
+    const { devices } = this.#d;
+    const wanted: WantedDevice[] = [];
+    const { namespace, name } = req.pod ?? {};
+    if (namespace && name) {
+      for (const row of devices.reservedFor(namespace, name)) {
+        const reservation = reservationOf(row);
+        if (row.interface_id !== null) {
+          throw new CniError(
+            Code.DeviceUnavailable,
+            `device ${row.mac} reserved for ${namespace}/${name} is held by another pod`,
+          );
+        }
+        if (!row.present) {
+          throw new CniError(
+            Code.DeviceUnavailable,
+            `device ${row.mac} reserved for ${namespace}/${name} is not on the node`,
+          );
+        }
+        wanted.push({
+          row,
+          ...(reservation?.ifName ? { ifName: reservation.ifName } : {}),
+          ...(reservation ? { reservation } : {}),
+        });
+      }
+    }
+    if (req.delegatedNICs) {
+      const { group, count } = req.delegatedNICs;
+      const free = devices.freeOfGroup(group, count);
+      if (free.length < count) {
+        throw new CniError(
+          Code.DeviceUnavailable,
+          `allocate ${count} delegated NICs of group "${group}": only ${free.length} free on this node`,
+        );
+      }
+      for (const row of free) wanted.push({ row });
+    }
+    return wanted;
+  }
+
+  /** Interface rows for the devices, named as reserved or net1, net2, …; each device assigned to its row. */
+  #attachDevices(req: AllocateRequest, attachmentId: number, wanted: WantedDevice[]): void {
+    const { endpoints, devices } = this.#d;
+    const taken = new Set([req.ifName, ...endpoints.interfacesOfContainer(req.containerId).map((i) => i.if_name)]);
+    let n = 1;
+    for (const [k, w] of wanted.entries()) {
+      let ifName = w.ifName;
+      if (!ifName) {
+        while (taken.has(`net${n}`)) n++;
+        ifName = `net${n}`;
+      }
+      if (taken.has(ifName)) {
+        throw new CniError(
+          Code.AttachmentConflict,
+          `device ${w.row.mac}: interface name "${ifName}" is already used in ${req.containerId}`,
+        );
+      }
+      taken.add(ifName);
+      if (!w.row.host_if_name)
+        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} has never been seen on the node`);
+      const interfaceId = endpoints.insertInterface({
+        attachmentId,
+        position: k + 1,
+        containerId: req.containerId,
+        ifName,
+        endpointId: endpointIdOf('DelegatedNIC', req.containerId, ifName),
+        nicType: 'DelegatedNIC',
+        routesJson: JSON.stringify(w.reservation?.routes ?? []),
+        hostIfName: w.row.host_if_name,
+        deviceMac: w.row.mac,
+        ...(w.reservation?.addresses.length ? { staticAddressesJson: JSON.stringify(w.reservation.addresses) } : {}),
+      });
+      if (!devices.assign(w.row.mac, interfaceId)) {
+        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} was taken by another pod meanwhile`);
+      }
+    }
+  }
+
   #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
     const { endpoints, ipam } = this.#d;
     const records = endpoints.interfacesOf(a.id).map((i) => toRecord(a, i, ipam));
@@ -170,7 +255,7 @@ export class Attachments {
     const { endpoints, ipam } = this.#d;
     const net = ipam.network(a.network);
     const nics: NicPlan[] = endpoints.interfacesOf(a.id).map((i): NicPlan => {
-      const addresses = ipam.addressesOf(a.network, i.id);
+      const addresses = addressesOf(a.network, i, ipam);
       if (i.nic_type === 'InfraNIC') {
         return {
           nicType: 'InfraNIC',

@@ -1,17 +1,28 @@
 /** Store rows → API records (one mapper per table pair, so SQL shapes never leak into routes). */
-import type { PodRoute } from '@ferry/shared-types/api/common';
-import { PodRouteSchema } from '@ferry/shared-types/api/common';
+import type { AssignedAddress, PodRoute } from '@ferry/shared-types/api/common';
+import { AssignedAddressSchema, PodRouteSchema } from '@ferry/shared-types/api/common';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import * as z from 'zod/mini';
 import type { Ipam } from '../ipam/ipam';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 
 const RoutesSchema = z.array(PodRouteSchema);
+const AddressesSchema = z.array(AssignedAddressSchema);
 
 export function routesOf(row: InterfaceRow): PodRoute[] {
   const r = RoutesSchema.safeParse(JSON.parse(row.routes_json));
   if (!r.success) throw new Error(`corrupt interfaces row ${row.id}: routes_json: ${r.error.issues[0]?.message}`);
   return r.data;
+}
+
+/** Pool addresses, then the static ones an operator's reservation gave a delegated NIC. */
+export function addressesOf(network: string, row: InterfaceRow, ipam: Ipam): AssignedAddress[] {
+  const pooled = ipam.addressesOf(network, row.id);
+  if (!row.static_addresses_json) return pooled;
+  const r = AddressesSchema.safeParse(JSON.parse(row.static_addresses_json));
+  if (!r.success)
+    throw new Error(`corrupt interfaces row ${row.id}: static_addresses_json: ${r.error.issues[0]?.message}`);
+  return [...pooled, ...r.data];
 }
 
 export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): InterfaceRecord {
@@ -31,7 +42,7 @@ export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): Interfa
     },
     state: a.state,
     generation: a.id,
-    addresses: ipam.addressesOf(a.network, i.id),
+    addresses: addressesOf(a.network, i, ipam),
     routes: routesOf(i),
     ...(i.mac !== null ? { mac: i.mac } : {}),
     ...(i.container_if_index !== null ? { containerIfIndex: i.container_if_index } : {}),

@@ -1,13 +1,16 @@
 /**
- * Periodic repairs that need no request: addresses whose cooldown has passed become Available. Runs
- * once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
+ * Periodic repairs that need no request: addresses whose cooldown has passed become Available;
+ * delegated devices that came back to the node are freed and renamed home (devices/inventory.ts).
+ * Runs once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
+import type { Inventory } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 
 export interface ReconcilerDeps {
   ipam: Ipam;
+  inventory: Inventory;
   log: Logger;
   now: () => number;
   intervalMs: number;
@@ -30,10 +33,16 @@ export class Reconciler {
     return this.#running;
   }
 
+  /**
+   * Runs a pass right away in the background (after a release that freed delegated devices, so the
+   * inventory shows them home now rather than at the next period). Errors are logged.
+   */
+  runSoon(): void {
+    this.runOnce().catch((err: unknown) => this.#d.log.error({ err }, 'reconcile pass failed'));
+  }
+
   start(): void {
-    this.#timer = setInterval(() => {
-      this.runOnce().catch((err: unknown) => this.#d.log.error({ err }, 'reconcile pass failed'));
-    }, this.#d.intervalMs);
+    this.#timer = setInterval(() => this.runSoon(), this.#d.intervalMs);
     this.#timer.unref();
   }
 
@@ -46,6 +55,7 @@ export class Reconciler {
   async #pass(): Promise<ReconcileResult> {
     const cooledDown = this.#d.ipam.sweep(this.#d.now());
     if (cooledDown > 0) this.#d.log.info({ cooledDown }, 'addresses back to Available after cooldown');
-    return { cooledDown, staleReleased: 0 };
+    const devices = await this.#d.inventory.scan();
+    return { cooledDown, staleReleased: 0, devicesRefunded: devices.refunded, devicesRenamed: devices.renamed };
   }
 }

@@ -13,10 +13,11 @@ import type { Metrics } from '../metrics';
 const errors = { '4xx': CniErrorSchema, '5xx': CniErrorSchema };
 
 /** Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). */
-export const endpointRoutes: FastifyPluginAsyncZod<{ attachments: Attachments; metrics: Metrics }> = async (
-  app,
-  { attachments, metrics },
-) => {
+export const endpointRoutes: FastifyPluginAsyncZod<{
+  attachments: Attachments;
+  metrics: Metrics;
+  reconcileSoon(): void;
+}> = async (app, { attachments, metrics, reconcileSoon }) => {
   app.put(
     '/v1/endpoints/:containerId',
     {
@@ -60,6 +61,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{ attachments: Attachments; m
       const { network, ifName } = req.query;
       const result = attachments.release(req.params.containerId, network, ifName);
       if (result.released.length > 0) metrics.releases.inc({ network });
+      if (result.released.some((r) => r.nicType === 'DelegatedNIC')) reconcileSoon();
       req.log.info(
         { containerId: req.params.containerId, ifName, network, interfaces: result.released.length },
         'released',

@@ -4,7 +4,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 
 /** POST /v1/gc: CNI GC for one network. Per-attachment errors are returned, not thrown. */
-export const gcRoutes: FastifyPluginAsyncZod<{ attachments: Attachments }> = async (app, { attachments }) => {
+export const gcRoutes: FastifyPluginAsyncZod<{ attachments: Attachments; reconcileSoon(): void }> = async (
+  app,
+  { attachments, reconcileSoon },
+) => {
   app.post(
     '/v1/gc',
     {
@@ -16,6 +19,7 @@ export const gcRoutes: FastifyPluginAsyncZod<{ attachments: Attachments }> = asy
     },
     async (req) => {
       const result = attachments.gc(req.body);
+      if (result.removed.some((r) => r.nicType === 'DelegatedNIC')) reconcileSoon();
       req.log.info(
         { network: req.body.network, removed: result.removed.length, errors: result.errors.length },
         'garbage collected',

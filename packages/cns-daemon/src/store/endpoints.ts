@@ -30,6 +30,7 @@ export interface NewInterface {
   hostVethName?: string;
   hostIfName?: string;
   deviceMac?: string;
+  staticAddressesJson?: string;
 }
 
 export class EndpointStore {
@@ -63,9 +64,9 @@ export class EndpointStore {
     this.#deleteAttachment = db.prepare('DELETE FROM attachments WHERE id = ?');
     this.#insertInterface = db.prepare(
       `INSERT INTO interfaces (attachment_id, position, container_id, if_name, endpoint_id, nic_type, routes_json,
-         host_veth_name, host_if_name, device_mac)
+         host_veth_name, host_if_name, device_mac, static_addresses_json)
        VALUES (@attachmentId, @position, @containerId, @ifName, @endpointId, @nicType, @routesJson,
-         @hostVethName, @hostIfName, @deviceMac)`,
+         @hostVethName, @hostIfName, @deviceMac, @staticAddressesJson)`,
     );
     this.#interfacesOfAttachment = db.prepare('SELECT * FROM interfaces WHERE attachment_id = ? ORDER BY position');
     this.#interfacesOfContainer = db.prepare(
@@ -133,6 +134,7 @@ export class EndpointStore {
       hostVethName: i.hostVethName ?? null,
       hostIfName: i.hostIfName ?? null,
       deviceMac: i.deviceMac ?? null,
+      staticAddressesJson: i.staticAddressesJson ?? null,
     });
     return Number(info.lastInsertRowid);
   }

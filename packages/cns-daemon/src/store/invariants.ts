@@ -1,7 +1,7 @@
 /**
  * The store's invariants, checked by SQL over the whole database: every Assigned address has an
  * endpoint and every InfraNIC has an address per family of its network; no address is held twice; no
- * attachment is empty; every address lies in its pool. Written once: the kill -9 tests and
+ * attachment is empty; every address lies in its pool; no device serves two interfaces. Written once: the kill -9 tests and
  * `ferryctl doctor` both call it (through GET /v1/operator/invariants).
  */
 import type { Violation } from '@ferry/shared-types/api/operator';
@@ -21,6 +21,7 @@ const BareInterfaceSchema = z.object({
 const DuplicateSchema = z.object({ address: z.string(), n: z.number() });
 const EmptyAttachmentSchema = z.object({ container_id: z.string(), if_name: z.string() });
 const PooledAddressSchema = z.object({ address: z.string(), subnet: z.string() });
+const SharedDeviceSchema = z.object({ device_mac: z.string(), n: z.number() });
 
 export class Invariants {
   readonly #db: Db;
@@ -89,6 +90,16 @@ export class Invariants {
       if (!contains(parseCidr(row.subnet), toBigInt(row.address))) {
         out.push({ kind: 'address-outside-pool', subject: row.address, msg: `not inside its pool ${row.subnet}` });
       }
+    }
+    // Two pod interfaces recorded on one device: the device can be in one pod only.
+    for (const r of db
+      .prepare(
+        `SELECT device_mac, count(*) AS n FROM interfaces WHERE nic_type = 'DelegatedNIC' AND device_mac IS NOT NULL
+         GROUP BY device_mac HAVING n > 1`,
+      )
+      .all()) {
+      const row = parseRow(SharedDeviceSchema, r, 'interfaces');
+      out.push({ kind: 'device-twice', subject: row.device_mac, msg: `recorded on ${row.n} pod interfaces` });
     }
     return out;
   }

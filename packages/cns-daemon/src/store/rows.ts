@@ -38,6 +38,7 @@ export const InterfaceRowSchema = z.object({
   host_veth_name: OptText,
   host_if_name: OptText,
   device_mac: OptText,
+  static_addresses_json: OptText,
 });
 export type InterfaceRow = z.infer<typeof InterfaceRowSchema>;
 
@@ -51,6 +52,20 @@ export const AddressRowSchema = z.object({
   available_at_ms: OptInt,
 });
 export type AddressRow = z.infer<typeof AddressRowSchema>;
+
+export const DeviceRowSchema = z.object({
+  mac: z.string(),
+  grp: z.string(),
+  host_if_name: OptText,
+  present: z.union([z.literal(0), z.literal(1)]),
+  interface_id: OptInt,
+  reserved_namespace: OptText,
+  reserved_pod: OptText,
+  reserved_if_name: OptText,
+  reserved_json: OptText,
+  seen_at_ms: OptInt,
+});
+export type DeviceRow = z.infer<typeof DeviceRowSchema>;
 
 export const PoolRowSchema = z.object({
   id: Int,

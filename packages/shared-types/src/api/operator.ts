@@ -64,6 +64,10 @@ export const ReconcileResultSchema = z.strictObject({
   cooledDown: z.number().check(z.int()),
   /** Endpoints released because their netns had been gone for longer than the grace period. */
   staleReleased: z.number().check(z.int()),
+  /** Delegated devices found back on the node without a DEL (their pod's netns died), now free. */
+  devicesRefunded: z.number().check(z.int()),
+  /** Delegated devices renamed back to their recorded host name. */
+  devicesRenamed: z.number().check(z.int()),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResultSchema>;
 

@@ -1,21 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
-import { ContainerIdParamsSchema } from '@ferry/shared-types/api/common';
-import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/endpoints';
-import { CniErrorSchema } from '@ferry/shared-types/api/error';
-import {
-  AddressListQuerySchema,
-  AddressListSchema,
-  EndpointListQuerySchema,
-  EndpointListSchema,
-  InvariantReportSchema,
-  PoolListSchema,
-  ReconcileResultSchema,
-} from '@ferry/shared-types/api/operator';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
-
-const errors = { '4xx': CniErrorSchema, '5xx': CniErrorSchema };
+import { operatorDeviceRoutes } from './devices';
+import { operatorEndpointRoutes } from './endpoints';
+import { operatorIpamRoutes } from './ipam';
 
 function sameToken(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -45,78 +34,7 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
     });
   }
 
-  app.get(
-    '/v1/operator/endpoints',
-    {
-      schema: {
-        summary: 'List endpoints, filtered by pod namespace/name, network or NIC type',
-        querystring: EndpointListQuerySchema,
-        response: { 200: EndpointListSchema, ...errors },
-      },
-    },
-    async (req) => ({ endpoints: operator.listEndpoints(req.query) }),
-  );
-
-  app.get(
-    '/v1/operator/endpoints/:containerId',
-    {
-      schema: {
-        summary: 'One endpoint with all its interfaces',
-        params: ContainerIdParamsSchema,
-        response: { 200: EndpointSchema, ...errors },
-      },
-    },
-    async (req) => operator.getEndpoint(req.params.containerId),
-  );
-
-  app.delete(
-    '/v1/operator/endpoints/:containerId',
-    {
-      schema: {
-        summary: 'Force-delete every attachment of a container (addresses released, no netlink work)',
-        params: ContainerIdParamsSchema,
-        response: { 200: ReleaseResultSchema, ...errors },
-      },
-    },
-    async (req) => {
-      const r = operator.forceDelete(req.params.containerId);
-      req.log.warn({ containerId: req.params.containerId, interfaces: r.released.length }, 'force-deleted');
-      return r;
-    },
-  );
-
-  app.get(
-    '/v1/operator/pools',
-    { schema: { summary: 'Pool usage per network and family', response: { 200: PoolListSchema, ...errors } } },
-    async () => ({ pools: operator.pools() }),
-  );
-
-  app.get(
-    '/v1/operator/addresses',
-    {
-      schema: {
-        summary: 'Per-address state (Assigned and PendingRelease; the rest is Available)',
-        querystring: AddressListQuerySchema,
-        response: { 200: AddressListSchema, ...errors },
-      },
-    },
-    async (req) => ({ addresses: operator.addresses(req.query) }),
-  );
-
-  app.post(
-    '/v1/operator/reconcile',
-    { schema: { summary: 'Run one reconcile pass now', response: { 200: ReconcileResultSchema, ...errors } } },
-    async () => operator.reconcile(),
-  );
-
-  app.get(
-    '/v1/operator/invariants',
-    {
-      schema: {
-        summary: "Check the store's invariants (what ferryctl doctor reports)",
-        response: { 200: InvariantReportSchema, ...errors },
-      },
-    },
-    async () => operator.invariants(),
-  );
+  await app.register(operatorEndpointRoutes, { operator });
+  await app.register(operatorIpamRoutes, { operator });
+  await app.register(operatorDeviceRoutes, { operator });
 };

@@ -1,0 +1,215 @@
+/**
+ * The DelegatedNIC: a host device (an SR-IOV VF in production) moved into the pod for its exclusive use,
+ * and always brought home.
+ *
+ * ADD moves the device under its host name and renames it inside the pod, so the node never sees a
+ * rename (udev and NetworkManager race with quick renames on the host, which is why host-device went
+ * through a temporary netns). Only when the pod already has a link of that name does the device travel
+ * under a temporary name. A marker on the link (its alias) names the host device, for the daemon-down
+ * DEL, which has no state; ferryd's record stays the source of truth.
+ *
+ * DEL finds the device by the ifindex recorded after the final move, then by MAC, then by name, so a
+ * device renamed inside the pod still goes home. It is renamed inside the pod and then moved out; if its
+ * host name is taken, nothing is moved and the error names the clash (a retried DEL succeeds once the
+ * name is free).
+ */
+import { IpBatch, type IpLink, IpLinkListSchema, type Netns, netnsAt, parseOne, SELF, sameMac } from '@ferry/net';
+import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
+import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { Deps } from '../deps';
+import type { Rollback } from '../rollback';
+
+/** The link alias that names the device's host name while it is in a pod. */
+export const MARKER_PREFIX = 'ferry:host-ifname=';
+export const markerOf = (hostIfName: string) => `${MARKER_PREFIX}${hostIfName}`;
+
+/** The host name a marker names, when the alias is a Ferry marker. */
+export function hostNameFromMarker(alias: string | undefined): string | undefined {
+  return alias?.startsWith(MARKER_PREFIX) ? alias.slice(MARKER_PREFIX.length) || undefined : undefined;
+}
+
+/** A name that clashes nowhere: `frt` + the MAC's last 12 hex digits (15 bytes). */
+export function travelNameOf(mac: string): string {
+  return `frt${mac.replaceAll(':', '').toLowerCase().slice(-12)}`;
+}
+
+/** The node's own namespace as a path other processes can open: this process's. */
+export const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
+
+const isExists = (err: unknown) => err instanceof CniError && /File exists/.test(err.message);
+
+export async function buildDelegatedNic(
+  plan: DelegatedNicPlan,
+  netns: string,
+  undo: Rollback,
+  d: Deps,
+): Promise<BuiltNic> {
+  const pod = netnsAt(netns);
+  const dev = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, plan.mac));
+  if (!dev) {
+    throw new CniError(
+      Code.DeviceUnavailable,
+      `move device ${plan.mac} (${plan.hostIfName}) into ${netns}: it is not on the node`,
+    );
+  }
+  const wasUp = dev.flags?.includes('UP') ?? false;
+  // Pushed before the move, not after: the move is several commands and may stop half-way; going home
+  // is idempotent and finds the device wherever it is.
+  undo.push(`return device ${plan.mac} home`, () =>
+    returnHome({ mac: plan.mac, hostIfName: plan.hostIfName, netns, wasUp, alias: dev.ifalias ?? '' }, d),
+  );
+  let travelled = dev.ifname;
+  try {
+    await d.ip.apply(
+      SELF,
+      new IpBatch().setDown(dev.ifname).setAlias(dev.ifname, markerOf(plan.hostIfName)).moveTo(dev.ifname, netns),
+      `move device ${plan.mac} into ${netns}`,
+    );
+  } catch (err) {
+    if (!isExists(err)) throw err;
+    // The pod has a link with the device's host name: travel under a name that clashes nowhere.
+    travelled = travelNameOf(plan.mac);
+    await d.ip.apply(
+      SELF,
+      new IpBatch().rename(dev.ifname, travelled).moveTo(travelled, netns),
+      `move device ${plan.mac} into ${netns}`,
+    );
+  }
+  const b = new IpBatch();
+  if (travelled !== plan.ifName) b.rename(travelled, plan.ifName);
+  for (const a of plan.addresses) b.addAddress(plan.ifName, a.address, { nodad: a.family === 6 });
+  b.setUp(plan.ifName);
+  for (const r of plan.routes) b.addRoute({ dst: r.dst, dev: plan.ifName, ...(r.gw ? { via: r.gw } : {}) });
+  b.showLink(plan.ifName);
+  let shown: unknown[];
+  try {
+    shown = await d.ip.apply(pod, b, `configure device ${plan.mac} as ${plan.ifName}`);
+  } catch (err) {
+    if (isExists(err) && /name/.test(err instanceof Error ? err.message : '')) {
+      throw new CniError(
+        Code.InterfaceExists,
+        `name device ${plan.mac} ${plan.ifName} in ${netns}: an interface with that name already exists`,
+      );
+    }
+    throw err;
+  }
+  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  if (!link?.address) throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${netns}: link vanished`);
+  return { ifName: plan.ifName, mac: link.address, containerIfIndex: link.ifindex };
+}
+
+/** Finds the device in the pod: recorded ifindex (if the MAC agrees), then MAC, then name. */
+export function findInPod(
+  links: readonly IpLink[],
+  rec: { containerIfIndex?: number; mac?: string; ifName: string },
+): IpLink | undefined {
+  return (
+    links.find((l) => l.ifindex === rec.containerIfIndex && (!rec.mac || sameMac(l.address, rec.mac))) ??
+    (rec.mac ? links.find((l) => sameMac(l.address, rec.mac)) : undefined) ??
+    links.find((l) => l.ifname === rec.ifName)
+  );
+}
+
+/** DEL of a DelegatedNIC. A device that is not in the pod (netns gone, already home) is done. */
+export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, d: Deps): Promise<void> {
+  const mac = rec.deviceMac ?? rec.mac;
+  const hostIfName = rec.hostIfName;
+  if (!mac || !hostIfName) {
+    d.log.warn({ ifName: rec.ifName }, 'delegated interface without a device record: nothing to return');
+    return;
+  }
+  const links = netns ? await listOrNone(netnsAt(netns), d) : undefined;
+  const dev = links
+    ? findInPod(links, {
+        ...(rec.containerIfIndex ? { containerIfIndex: rec.containerIfIndex } : {}),
+        mac,
+        ifName: rec.ifName,
+      })
+    : undefined;
+  if (!dev) {
+    d.log.warn(
+      { mac, ifName: rec.ifName, netns },
+      'delegated device is not in the pod netns; ferryd will find it when it comes back',
+    );
+    return;
+  }
+  await moveHome(dev, { mac, hostIfName, netns, restoreAlias: '' }, d);
+}
+
+interface HomeTrip {
+  mac: string;
+  hostIfName: string;
+  netns: string;
+  /** The alias the device gets back on the node. */
+  restoreAlias: string;
+}
+
+/**
+ * Renames the device to its host name inside the pod, then moves it out. Name taken on the node →
+ * DeviceNameTaken and the device stays in the pod as it was.
+ */
+export async function moveHome(dev: IpLink, trip: HomeTrip, d: Deps): Promise<void> {
+  const pod = netnsAt(trip.netns);
+  const holder = await d.ip.getLink(SELF, trip.hostIfName);
+  if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
+  const cur = dev.ifname;
+  // Inside the pod the host name may belong to another link (its eth0, say): then travel under a name
+  // that clashes nowhere and take the host name on the node.
+  const podHasName = cur !== trip.hostIfName && (await d.ip.getLink(pod, trip.hostIfName)) !== undefined;
+  const travel = podHasName ? travelNameOf(trip.mac) : trip.hostIfName;
+  const b = new IpBatch().setDown(cur);
+  if (cur !== travel) b.rename(cur, travel);
+  b.setAlias(travel, trip.restoreAlias).moveTo(travel, nodeNetnsPath());
+  try {
+    await d.ip.apply(pod, b, `return device ${trip.mac} to the node`);
+  } catch (err) {
+    // Nothing may stay half-done: put the pod-side name and the marker back, then report.
+    const restore = new IpBatch();
+    if ((await d.ip.getLink(pod, travel)) && travel !== cur) restore.rename(travel, cur);
+    restore.setAlias(cur, markerOf(trip.hostIfName)).setUp(cur);
+    await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch(() => undefined);
+    const clash = await d.ip.getLink(SELF, trip.hostIfName);
+    if (isExists(err) && clash) throw nameTaken(trip, clash);
+    throw err;
+  }
+  if (travel !== trip.hostIfName) {
+    await d.ip.apply(SELF, new IpBatch().rename(travel, trip.hostIfName), `name device ${trip.mac} ${trip.hostIfName}`);
+  }
+  d.log.info({ mac: trip.mac, from: cur, hostIfName: trip.hostIfName }, 'delegated device returned to the node');
+}
+
+/** Rollback of ADD: wherever the device is (pod or node), it ends on the node under its name, as it was. */
+async function returnHome(
+  trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean; alias: string },
+  d: Deps,
+): Promise<void> {
+  const inPod = (await listOrNone(netnsAt(trip.netns), d))?.find((l) => sameMac(l.address, trip.mac));
+  if (inPod) await moveHome(inPod, { ...trip, restoreAlias: trip.alias }, d);
+  const onNode = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
+  if (!onNode) return;
+  const b = new IpBatch();
+  if (onNode.ifname !== trip.hostIfName) b.rename(onNode.ifname, trip.hostIfName);
+  b.setAlias(trip.hostIfName, trip.alias);
+  if (trip.wasUp) b.setUp(trip.hostIfName);
+  await d.ip.apply(SELF, b, `restore device ${trip.mac} on the node`);
+}
+
+/** The links of a pod netns, or undefined when the netns is gone. */
+async function listOrNone(ns: Netns, d: Deps): Promise<IpLink[] | undefined> {
+  try {
+    return await d.ip.listLinks(ns);
+  } catch (err) {
+    if (err instanceof CniError && /Cannot open network namespace|No such file|Invalid argument/.test(err.message))
+      return undefined;
+    throw err;
+  }
+}
+
+function nameTaken(trip: HomeTrip, holder: IpLink): CniError {
+  return new CniError(
+    Code.DeviceNameTaken,
+    `return device ${trip.mac} to the node as "${trip.hostIfName}": that name is taken by another interface (MAC ${holder.address ?? 'none'})`,
+    'the device stays in the pod; DEL succeeds once the name is free',
+  );
+}

@@ -1,0 +1,197 @@
+/**
+ * The delegated-NIC inventory: which host devices may be handed to pods (config: by MAC, or by a name
+ * pattern), where each one is, and bringing them home. Devices are keyed by MAC because their names
+ * change on the way into and out of pods.
+ *
+ * A scan lists the node's links and, per device:
+ * - records whether it is on the node;
+ * - finds a device on the node that a committed pod still holds: its pod's netns died without a DEL
+ *   and the kernel handed the device back (under its pod-side name), so the device is freed;
+ * - renames a free device that sits on the node under another name (a refund, or a daemon-down DEL that
+ *   had to use a temporary name) back to its recorded name.
+ * Devices of attachments still being built (allocated, not committed) are left alone: the shim is
+ * moving them.
+ */
+import { type Ip, IpBatch, SELF } from '@ferry/net';
+import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
+import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import type { Logger } from 'pino';
+import type { FerrydConfig } from '../config';
+import type { Db } from '../store/db';
+import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
+
+export interface InventoryDeps {
+  db: Db;
+  devices: DeviceStore;
+  ip: Ip;
+  config: FerrydConfig['delegatedDevices'];
+  log: Logger;
+  now: () => number;
+}
+
+export interface ScanResult {
+  refunded: number;
+  renamed: number;
+}
+
+const normalMac = (mac: string) => mac.toLowerCase();
+
+export class Inventory {
+  readonly #d: InventoryDeps;
+  readonly #patterns: { re: RegExp; group: string }[];
+
+  constructor(deps: InventoryDeps) {
+    this.#d = deps;
+    this.#patterns = deps.config.flatMap((c) =>
+      c.namePattern ? [{ re: new RegExp(c.namePattern), group: c.group }] : [],
+    );
+  }
+
+  /** True when there is anything to manage (no device config and no rows: nothing to scan). */
+  get isEnabled(): boolean {
+    return this.#d.config.length > 0 || this.#d.devices.all().length > 0;
+  }
+
+  async scan(): Promise<ScanResult> {
+    if (!this.isEnabled) return { refunded: 0, renamed: 0 };
+    const { db, devices, ip, log } = this.#d;
+    const links = await ip.listLinks(SELF);
+    const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
+    const now = this.#d.now();
+    const refunds: DeviceWithAssignment[] = [];
+    db.transaction(() => {
+      const configured = new Set<string>();
+      for (const c of this.#d.config) {
+        if (!c.mac) continue;
+        const mac = normalMac(c.mac);
+        configured.add(mac);
+        devices.upsert(mac, c.group, byMac.get(mac)?.ifname);
+      }
+      for (const l of links) {
+        if (!l.address || l.ifname === 'lo') continue;
+        const p = this.#patterns.find((x) => x.re.test(l.ifname));
+        if (!p) continue;
+        const mac = normalMac(l.address);
+        configured.add(mac);
+        // A pattern names devices as they are found; the name at first sight is the one they keep.
+        if (!devices.get(mac)) devices.upsert(mac, p.group, l.ifname);
+      }
+      const patternGroups = new Set(this.#patterns.map((p) => p.group));
+      for (const row of devices.all()) {
+        if (!configured.has(row.mac) && !patternGroups.has(row.grp) && devices.remove(row.mac)) {
+          log.info({ mac: row.mac }, 'device no longer configured: dropped from the inventory');
+          continue;
+        }
+        const link = byMac.get(row.mac);
+        devices.setPresence(row.mac, link !== undefined, link ? now : undefined);
+        if (link && row.interface_id !== null && row.attachment_state === 'committed') {
+          devices.detach(row.mac);
+          refunds.push(row);
+        }
+      }
+    })();
+    for (const r of refunds) {
+      log.warn(
+        { mac: r.mac, containerId: r.container_id, ifName: r.if_name, nameNow: byMac.get(r.mac)?.ifname },
+        'delegated device is back on the node without a DEL (its pod netns is gone): freed',
+      );
+    }
+    let renamed = 0;
+    for (const row of devices.all()) {
+      const link = byMac.get(row.mac);
+      if (!link || row.interface_id !== null || !row.host_if_name || link.ifname === row.host_if_name) continue;
+      const taken = links.find((l) => l.ifname === row.host_if_name);
+      if (taken) {
+        log.warn(
+          { mac: row.mac, name: row.host_if_name, nameNow: link.ifname },
+          'cannot rename device home: its name is taken',
+        );
+        continue;
+      }
+      await ip.apply(
+        SELF,
+        new IpBatch().setDown(link.ifname).rename(link.ifname, row.host_if_name).setAlias(row.host_if_name, ''),
+        `rename device ${row.mac} home`,
+      );
+      log.info({ mac: row.mac, from: link.ifname, to: row.host_if_name }, 'delegated device renamed home');
+      renamed++;
+    }
+    return { refunded: refunds.length, renamed };
+  }
+
+  list(): Device[] {
+    return this.#d.devices.all().map((r): Device => {
+      const reservation = reservationOf(r);
+      return {
+        mac: r.mac,
+        group: r.grp,
+        ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
+        state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
+        ...(r.interface_id !== null && r.container_id && r.if_name
+          ? {
+              assignedTo: {
+                containerId: r.container_id,
+                ifName: r.if_name,
+                ...(r.pod_namespace ? { podNamespace: r.pod_namespace } : {}),
+                ...(r.pod_name ? { podName: r.pod_name } : {}),
+              },
+            }
+          : {}),
+        ...(reservation ? { reservation } : {}),
+        ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
+      };
+    });
+  }
+
+  /** Pre-assigns a device to a pod by namespace/name; it is held back from group requests. */
+  reserve(mac: string, req: ReservationRequest): Device {
+    const m = normalMac(mac);
+    const { addresses, routes } = req;
+    const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
+    if (
+      !this.#d.devices.reserve(m, {
+        namespace: req.namespace,
+        pod: req.pod,
+        ...(req.ifName ? { ifName: req.ifName } : {}),
+        ...(json ? { json } : {}),
+      })
+    ) {
+      throw unknownDevice(m);
+    }
+    return this.#one(m);
+  }
+
+  unreserve(mac: string): Device {
+    const m = normalMac(mac);
+    if (!this.#d.devices.unreserve(m)) throw unknownDevice(m);
+    return this.#one(m);
+  }
+
+  #one(mac: string): Device {
+    const d = this.list().find((x) => x.mac === mac);
+    if (!d) throw unknownDevice(mac);
+    return d;
+  }
+}
+
+function unknownDevice(mac: string): CniError {
+  return new CniError(Code.NotFound, `device ${mac} is not in the inventory`);
+}
+
+/** A stored reservation, parsed (it is a boundary: the row may be from another ferryd version). */
+export function reservationOf(r: {
+  reserved_namespace: string | null;
+  reserved_pod: string | null;
+  reserved_if_name: string | null;
+  reserved_json: string | null;
+}): ReservationRequest | undefined {
+  if (r.reserved_namespace === null || r.reserved_pod === null) return undefined;
+  const extra = r.reserved_json ? JSON.parse(r.reserved_json) : {};
+  return ReservationRequestSchema.parse({
+    namespace: r.reserved_namespace,
+    pod: r.reserved_pod,
+    ...(r.reserved_if_name ? { ifName: r.reserved_if_name } : {}),
+    ...extra,
+  });
+}

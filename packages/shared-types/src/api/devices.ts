@@ -1,0 +1,43 @@
+/**
+ * The delegated-NIC inventory (operator API): every delegatable host device, keyed by MAC, its state,
+ * who holds it, and an operator's pre-assignment of it to a pod.
+ */
+import * as z from 'zod/mini';
+import { IfNameSchema, NetworkNameSchema } from '../cni/names';
+import { AssignedAddressSchema, MacSchema, PodRouteSchema } from './common';
+
+/** free: on the node, nobody holds it; assigned: a pod holds it; missing: configured but not on the node. */
+export const DeviceStateSchema = z.enum(['free', 'assigned', 'missing']);
+export type DeviceState = z.infer<typeof DeviceStateSchema>;
+
+export const ReservationRequestSchema = z.strictObject({
+  namespace: z.string().check(z.minLength(1), z.maxLength(253)),
+  pod: z.string().check(z.minLength(1), z.maxLength(253)),
+  /** The name the device gets in the pod (default: the next free netN). */
+  ifName: z.optional(IfNameSchema),
+  addresses: z._default(z.array(AssignedAddressSchema), []),
+  routes: z._default(z.array(PodRouteSchema), []),
+});
+export type ReservationRequest = z.infer<typeof ReservationRequestSchema>;
+
+export const DeviceSchema = z.strictObject({
+  mac: MacSchema,
+  group: NetworkNameSchema,
+  hostIfName: z.optional(z.string()),
+  state: DeviceStateSchema,
+  assignedTo: z.optional(
+    z.strictObject({
+      containerId: z.string(),
+      ifName: z.string(),
+      podNamespace: z.optional(z.string()),
+      podName: z.optional(z.string()),
+    }),
+  ),
+  reservation: z.optional(ReservationRequestSchema),
+  lastSeen: z.optional(z.string()),
+});
+export type Device = z.infer<typeof DeviceSchema>;
+
+export const DeviceListSchema = z.strictObject({ devices: z.array(DeviceSchema) });
+
+export const MacParamsSchema = z.strictObject({ mac: MacSchema });
