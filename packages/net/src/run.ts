@@ -26,6 +26,14 @@ export class NetError extends CniError {
   }
 }
 
+/**
+ * True when an error says a name is taken: "File exists", or with the kernel's extended acks "An
+ * interface with the same name exists in the target netns".
+ */
+export function isNameTaken(err: unknown): boolean {
+  return err instanceof Error && /File exists|same name exists/.test(err.message);
+}
+
 /** True when iproute2 said the device is not there. */
 export function isNoDevice(stderr: string): boolean {
   return /Cannot find device|does not exist|No such device/.test(stderr);

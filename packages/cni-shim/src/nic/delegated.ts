@@ -13,7 +13,17 @@
  * host name is taken, nothing is moved and the error names the clash (a retried DEL succeeds once the
  * name is free).
  */
-import { IpBatch, type IpLink, IpLinkListSchema, type Netns, netnsAt, parseOne, SELF, sameMac } from '@ferry/net';
+import {
+  IpBatch,
+  type IpLink,
+  IpLinkListSchema,
+  isNameTaken,
+  type Netns,
+  netnsAt,
+  parseOne,
+  SELF,
+  sameMac,
+} from '@ferry/net';
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -36,8 +46,6 @@ export function travelNameOf(mac: string): string {
 
 /** The node's own namespace as a path other processes can open: this process's. */
 export const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
-
-const isExists = (err: unknown) => err instanceof CniError && /File exists/.test(err.message);
 
 export async function buildDelegatedNic(
   plan: DelegatedNicPlan,
@@ -67,7 +75,7 @@ export async function buildDelegatedNic(
       `move device ${plan.mac} into ${netns}`,
     );
   } catch (err) {
-    if (!isExists(err)) throw err;
+    if (!isNameTaken(err)) throw err;
     // The pod has a link with the device's host name: travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
@@ -86,7 +94,7 @@ export async function buildDelegatedNic(
   try {
     shown = await d.ip.apply(pod, b, `configure device ${plan.mac} as ${plan.ifName}`);
   } catch (err) {
-    if (isExists(err) && /name/.test(err instanceof Error ? err.message : '')) {
+    if (isNameTaken(err)) {
       throw new CniError(
         Code.InterfaceExists,
         `name device ${plan.mac} ${plan.ifName} in ${netns}: an interface with that name already exists`,
@@ -134,7 +142,7 @@ export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, 
     );
     return;
   }
-  await moveHome(dev, { mac, hostIfName, netns, restoreAlias: '' }, d);
+  await moveHome(dev, links ?? [], { mac, hostIfName, netns, restoreAlias: '' }, d);
 }
 
 interface HomeTrip {
@@ -146,17 +154,16 @@ interface HomeTrip {
 }
 
 /**
- * Renames the device to its host name inside the pod, then moves it out. Name taken on the node →
- * DeviceNameTaken and the device stays in the pod as it was.
+ * Renames the device to its host name inside the pod, then moves it out. If the node already has a link
+ * of that name, the kernel refuses the move: the pod-side name and the marker are put back, so the
+ * device stays in the pod as it was, and the error names the clash.
  */
-export async function moveHome(dev: IpLink, trip: HomeTrip, d: Deps): Promise<void> {
+export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: HomeTrip, d: Deps): Promise<void> {
   const pod = netnsAt(trip.netns);
-  const holder = await d.ip.getLink(SELF, trip.hostIfName);
-  if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
   const cur = dev.ifname;
   // Inside the pod the host name may belong to another link (its eth0, say): then travel under a name
   // that clashes nowhere and take the host name on the node.
-  const podHasName = cur !== trip.hostIfName && (await d.ip.getLink(pod, trip.hostIfName)) !== undefined;
+  const podHasName = cur !== trip.hostIfName && podLinks.some((l) => l.ifname === trip.hostIfName);
   const travel = podHasName ? travelNameOf(trip.mac) : trip.hostIfName;
   const b = new IpBatch().setDown(cur);
   if (cur !== travel) b.rename(cur, travel);
@@ -164,13 +171,12 @@ export async function moveHome(dev: IpLink, trip: HomeTrip, d: Deps): Promise<vo
   try {
     await d.ip.apply(pod, b, `return device ${trip.mac} to the node`);
   } catch (err) {
-    // Nothing may stay half-done: put the pod-side name and the marker back, then report.
     const restore = new IpBatch();
-    if ((await d.ip.getLink(pod, travel)) && travel !== cur) restore.rename(travel, cur);
+    if (travel !== cur && (await d.ip.getLink(pod, travel))) restore.rename(travel, cur);
     restore.setAlias(cur, markerOf(trip.hostIfName)).setUp(cur);
     await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch(() => undefined);
-    const clash = await d.ip.getLink(SELF, trip.hostIfName);
-    if (isExists(err) && clash) throw nameTaken(trip, clash);
+    const holder = isNameTaken(err) ? await d.ip.getLink(SELF, trip.hostIfName) : undefined;
+    if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
     throw err;
   }
   if (travel !== trip.hostIfName) {
@@ -184,8 +190,9 @@ async function returnHome(
   trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean; alias: string },
   d: Deps,
 ): Promise<void> {
-  const inPod = (await listOrNone(netnsAt(trip.netns), d))?.find((l) => sameMac(l.address, trip.mac));
-  if (inPod) await moveHome(inPod, { ...trip, restoreAlias: trip.alias }, d);
+  const podLinks = (await listOrNone(netnsAt(trip.netns), d)) ?? [];
+  const inPod = podLinks.find((l) => sameMac(l.address, trip.mac));
+  if (inPod) await moveHome(inPod, podLinks, { ...trip, restoreAlias: trip.alias }, d);
   const onNode = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
   if (!onNode) return;
   const b = new IpBatch();

@@ -9,7 +9,7 @@
  * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
  * address.
  */
-import { ensureSysctl, IpBatch, type IpLink, IpLinkListSchema, netnsAt, parseOne, SELF } from '@ferry/net';
+import { ensureSysctl, IpBatch, type IpLink, IpLinkListSchema, isNameTaken, netnsAt, parseOne, SELF } from '@ferry/net';
 import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -104,7 +104,7 @@ async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
     await d.ip.apply(SELF, hostSide(input), what);
     return;
   } catch (err) {
-    if (!(err instanceof CniError) || !/File exists/.test(err.message)) throw err;
+    if (!isNameTaken(err)) throw err;
   }
   // Which name clashed? The pod's CNI_IFNAME is an error the runtime must see; a host veth with our
   // deterministic name can only be a leftover of an earlier, interrupted ADD of this same attachment.
