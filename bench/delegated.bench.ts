@@ -8,7 +8,7 @@
  *   sudo pnpm --filter @ferry/bench bench:delegated     (RUNS=100 by default)
  */
 import { join } from 'node:path';
-import { BIN, type BenchNode, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
+import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
 import { exec, type Op, sh } from './lib/proc';
 import { fmt, median, printTable } from './lib/stats';
 
@@ -16,7 +16,14 @@ const RUNS = Number(process.env.RUNS ?? 100);
 const DEVICE = { name: 'eth9', mac: '02:fe:00:00:09:09' };
 
 function env(cmd: string, netns: string, id: string, ifName: string, cniPath: string) {
-  return { PATH: '/usr/sbin:/usr/bin:/sbin:/bin', CNI_COMMAND: cmd, CNI_CONTAINERID: id, CNI_NETNS: netns, CNI_IFNAME: ifName, CNI_PATH: cniPath };
+  return {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    CNI_COMMAND: cmd,
+    CNI_CONTAINERID: id,
+    CNI_NETNS: netns,
+    CNI_IFNAME: ifName,
+    CNI_PATH: cniPath,
+  };
 }
 
 async function pairs(pods: string[], run: (cmd: 'ADD' | 'DEL', pod: string, i: number) => Promise<Op>) {
@@ -71,8 +78,18 @@ async function inside(node: BenchNode): Promise<void> {
       [
         ['ADD: delegated NIC alone (with − without)', fmt(addInc), fmt(reference.add), fmt(addInc / reference.add, 2)],
         ['DEL: delegated NIC alone (with − without)', fmt(delInc), fmt(reference.del), fmt(delInc / reference.del, 2)],
-        ['ADD: whole, InfraNIC + delegated NIC', fmt(withDevice.add), fmt(reference.add), fmt(withDevice.add / reference.add, 2)],
-        ['DEL: whole, InfraNIC + delegated NIC', fmt(withDevice.del), fmt(reference.del), fmt(withDevice.del / reference.del, 2)],
+        [
+          'ADD: whole, InfraNIC + delegated NIC',
+          fmt(withDevice.add),
+          fmt(reference.add),
+          fmt(withDevice.add / reference.add, 2),
+        ],
+        [
+          'DEL: whole, InfraNIC + delegated NIC',
+          fmt(withDevice.del),
+          fmt(reference.del),
+          fmt(withDevice.del / reference.del, 2),
+        ],
         ['ADD: InfraNIC only', fmt(infraOnly.add), '-', '-'],
         ['DEL: InfraNIC only', fmt(infraOnly.del), '-', '-'],
       ],

@@ -9,6 +9,7 @@ import { type HttpResponse, type Runtime, UnreachableError } from './runtime/run
 function client(answer: () => HttpResponse | Error): DaemonClient {
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
+    lockShared: async () => () => undefined,
     request: async () => {
       const a = answer();
       if (a instanceof Error) throw a;

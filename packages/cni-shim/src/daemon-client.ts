@@ -55,10 +55,16 @@ export class DaemonClient {
     return this.#call('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, endpointSchema, req);
   }
 
-  /** The container's endpoint, or undefined when ferryd holds none. */
-  async getEndpoint(containerId: string): Promise<Endpoint | undefined> {
+  /** The container's endpoint, or undefined when ferryd holds none. `deadlineMs` caps this one call. */
+  async getEndpoint(containerId: string, deadlineMs?: number): Promise<Endpoint | undefined> {
     try {
-      return await this.#call('GET', `/v1/endpoints/${encodeURIComponent(containerId)}`, endpointSchema);
+      return await this.#call(
+        'GET',
+        `/v1/endpoints/${encodeURIComponent(containerId)}`,
+        endpointSchema,
+        undefined,
+        deadlineMs,
+      );
     } catch (err) {
       if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
       throw err;
@@ -84,6 +90,16 @@ export class DaemonClient {
       `/v1/status?network=${encodeURIComponent(network)}`,
       async () => (await import('@ferry/shared-types/api/status')).StatusSchema,
     );
+  }
+
+  /** One look at /readyz: true when ferryd answers ready within `deadlineMs`. */
+  async isReady(deadlineMs: number): Promise<boolean> {
+    try {
+      const r = await this.#send('GET', '/readyz', undefined, deadlineMs);
+      return r.status === 200;
+    } catch {
+      return false;
+    }
   }
 
   /** Resolves once /readyz says ready; polls every 100 ms for at most `waitMs`, then throws code 11. */
@@ -117,10 +133,12 @@ export class DaemonClient {
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
+    deadlineMs?: number,
   ): Promise<T> {
     const started = Date.now();
     this.#log.debug({ method, path }, 'asking ferryd');
-    const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), this.#t.requestMs);
+    const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
+    const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
     this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
     const doc = safeJson(r.body);
     if (r.status >= 200 && r.status < 300) {

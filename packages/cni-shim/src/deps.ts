@@ -1,6 +1,7 @@
 import type { Ip } from '@ferry/net';
 import type { DaemonClient } from './daemon-client';
 import type { Logger } from './log';
+import type { Runtime } from './runtime/runtime';
 
 /** What a command needs besides its arguments; main.ts wires them, tests may too. */
 export interface Deps {
@@ -9,4 +10,8 @@ export interface Deps {
   log: Logger;
   /** How long ADD waits for ferryd to be ready. */
   addWaitMs: number;
+  /** How long DEL tries ferryd before it queues. */
+  delWaitMs: number;
+  /** Locks for the delete queue. */
+  rt: Runtime;
 }

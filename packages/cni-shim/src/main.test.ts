@@ -2,7 +2,11 @@
  * main() in-process through the Node runtime: the paths that need no namespace (VERSION, about, env
  * and config validation), checked for exactly one JSON document and the right code.
  */
-import { expect, test } from 'vitest';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QueueEntrySchema } from '@ferry/shared-types/api/queue';
+import { expect, onTestFinished, test } from 'vitest';
 import { type Io, main } from './main';
 import { nodeRuntime } from './runtime/node';
 
@@ -10,7 +14,7 @@ async function run(env: Record<string, string>, stdin?: string) {
   const out: string[] = [];
   const err: string[] = [];
   const io: Io = { stdin, print: (s) => out.push(s), printErr: (s) => err.push(s) };
-  const code = await main({ CNI_PATH: '/opt/cni/bin', ...env }, io, nodeRuntime);
+  const code = await main({ CNI_PATH: '/opt/cni/bin', ...env }, io, nodeRuntime, { defaultLogFile: '/dev/null' });
   return { code, out, err, json: out[0] ? JSON.parse(out[0]) : undefined };
 }
 
@@ -55,10 +59,37 @@ test('config errors come after env errors and carry the declared version', async
   });
 });
 
-test('DEL against a socket that does not exist is code 11, never a hang', async () => {
+test('DEL with ferryd unreachable queues the intent durably and exits 0 within its budget', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const started = Date.now();
   const r = await run(
-    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
-    conf({ daemonSocket: '/nonexistent/ferryd.sock' }),
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0', CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAME=web-0' },
+    conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, daemonTimeouts: { delWaitMs: 300 } }),
   );
-  expect(r.json).toMatchObject({ code: 11, msg: expect.stringContaining('/nonexistent/ferryd.sock is unreachable') });
+  expect(r.code).toBe(0);
+  expect(r.out).toEqual([]);
+  expect(Date.now() - started).toBeLessThan(5000);
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  expect(files).toHaveLength(1);
+  const entry = QueueEntrySchema.parse(JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')));
+  expect(entry).toMatchObject({ network: 'ferry', containerId: 'abc', ifName: 'eth0', netns: '', pod: { name: 'web-0' } });
+  // A second DEL collapses onto the same entry.
+  await run({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' }, conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, daemonTimeouts: { delWaitMs: 100 } }));
+  expect(readdirSync(dir).filter((f) => f.endsWith('.json'))).toEqual(files);
+});
+
+test('a full delete queue makes DEL fail with 110 so the runtime retries', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const del = (id: string) =>
+    run(
+      { CNI_COMMAND: 'DEL', CNI_CONTAINERID: id, CNI_IFNAME: 'eth0' },
+      conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, deleteQueueLimit: 2, daemonTimeouts: { delWaitMs: 50 } }),
+    );
+  expect((await del('a')).code).toBe(0);
+  expect((await del('b')).code).toBe(0);
+  const third = await del('c');
+  expect(third.json).toMatchObject({ code: 110, msg: expect.stringContaining('is full (2 entries)') });
+  expect((await del('a')).code).toBe(0);
 });

@@ -30,14 +30,19 @@ const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, () => Promise<Han
   GC: async () => (await import('./commands/gc')).cmdGc,
 };
 
-export const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000 } as const;
+export const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000, delWaitMs: 5000 } as const;
 
-export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise<number> {
+/** Where logs go before the config names a file (tests point it at their temp dir). */
+export interface MainOptions {
+  defaultLogFile?: string;
+}
+
+export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: MainOptions = {}): Promise<number> {
   if (!env.CNI_COMMAND) {
     io.printErr(aboutText());
     return 0;
   }
-  const log = openLog();
+  const log = openLog(opts.defaultLogFile);
   const stdin = io.stdin ?? '';
   // Errors are printed in the config's version when it names one Ferry speaks, even env errors.
   let version: CniVersion = safeDeclaredVersion(stdin) ?? LATEST_VERSION;
@@ -76,6 +81,8 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime): Promise
       ip: new Ip(rt.run),
       log: clog,
       addWaitMs: t.addWaitMs ?? DEFAULTS.addWaitMs,
+      delWaitMs: t.delWaitMs ?? DEFAULTS.delWaitMs,
+      rt,
     };
     clog.debug({}, 'config parsed');
     const result = await (await handler)(args, conf, deps);

@@ -12,6 +12,9 @@ import { buildServices } from './services';
 import { prepareSocketPath, restrictSocket } from './socket';
 import { openDatabase } from './store/db';
 
+/** How long start-up waits for shims that are writing to the delete queue. */
+const QUEUE_LOCK_WAIT_MS = 10_000;
+
 export interface DaemonOptions {
   log: Logger;
   nativeBinding?: string;
@@ -38,12 +41,15 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       await Promise.resolve(c()).catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
   };
   try {
-    const { deps, reconciler } = buildServices(config, store.db, {
+    const { deps, reconciler, drainer } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
     });
     cleanups.unshift(() => reconciler.stop());
+    cleanups.unshift(() => drainer.stop());
+    // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
+    await drainer.lockExclusive(QUEUE_LOCK_WAIT_MS);
     await reconciler.runOnce();
 
     const unixApp = await buildApp(deps, { surface: 'unix' });
@@ -65,6 +71,8 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     }
 
     deps.lifecycle.markReady();
+    drainer.unlock();
+    drainer.watch();
     reconciler.start();
     log.info(
       { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },

@@ -9,6 +9,7 @@ export interface MetricSources {
   addressCounts(): { network: string; family: number; state: string; n: number }[];
   poolSizes(): { network: string; family: number; size: number }[];
   deviceCounts(): { group: string; state: string; n: number }[];
+  queue(): { pending: number; failed: number; oldestAgeSec: number; applied: number };
   ready(): boolean;
 }
 
@@ -87,6 +88,26 @@ export class Metrics {
       collect() {
         this.reset();
         for (const d of sources.deviceCounts()) this.set({ group: d.group, state: d.state }, d.n);
+      },
+    });
+    new Gauge({
+      name: 'ferry_delete_queue',
+      help: 'Delete-queue entries: pending, failed (set aside), and applied since start',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const q = sources.queue();
+        this.set({ state: 'pending' }, q.pending);
+        this.set({ state: 'failed' }, q.failed);
+        this.set({ state: 'applied' }, q.applied);
+      },
+    });
+    new Gauge({
+      name: 'ferry_delete_queue_oldest_age_seconds',
+      help: 'Age of the oldest pending delete-queue entry',
+      registers,
+      collect() {
+        this.set(sources.queue().oldestAgeSec);
       },
     });
     new Gauge({

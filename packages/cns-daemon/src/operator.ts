@@ -12,11 +12,13 @@ import type {
   PoolUsage,
   ReconcileResult,
 } from '@ferry/shared-types/api/operator';
+import type { QueueStatus } from '@ferry/shared-types/api/queue';
 import type { Inventory } from './devices/inventory';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
 import { fromBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
+import type { Drainer } from './queue/drainer';
 import type { EndpointStore } from './store/endpoints';
 import type { Invariants } from './store/invariants';
 import type { PoolStore } from './store/pools';
@@ -28,6 +30,7 @@ export interface OperatorDeps {
   attachments: Attachments;
   invariants: Invariants;
   inventory: Inventory;
+  drainer: Drainer;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -120,6 +123,15 @@ export class Operator {
 
   unreserveDevice(mac: string): Device {
     return this.#d.inventory.unreserve(mac);
+  }
+
+  queue(): QueueStatus {
+    return this.#d.drainer.status();
+  }
+
+  retryQueueEntry(file: string): QueueStatus {
+    this.#d.drainer.retryFailed(file);
+    return this.#d.drainer.status();
   }
 
   invariants(): InvariantReport {

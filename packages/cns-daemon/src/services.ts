@@ -14,7 +14,9 @@ import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
 import { Operator } from './operator';
+import { Drainer } from './queue/drainer';
 import { Reconciler } from './reconcile/reconciler';
+import { StaleEndpoints } from './reconcile/stale-endpoints';
 import type { Db } from './store/db';
 import { DeviceStore } from './store/devices';
 import { EndpointStore } from './store/endpoints';
@@ -24,6 +26,7 @@ import { PoolStore } from './store/pools';
 export interface Services {
   deps: AppDeps;
   reconciler: Reconciler;
+  drainer: Drainer;
   stores: { endpoints: EndpointStore; pools: PoolStore; devices: DeviceStore };
 }
 
@@ -42,7 +45,17 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const lifecycle = new Lifecycle();
   const attachments = new Attachments({ db, endpoints, devices, ipam, now });
   const inventory = new Inventory({ db, devices, ip: new Ip(nodeRunner), config: config.delegatedDevices, log, now });
-  const reconciler = new Reconciler({ ipam, inventory, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
+  const drainer = new Drainer({ dir: config.deleteQueue, attachments, log, now });
+  const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
+  const reconciler = new Reconciler({
+    ipam,
+    inventory,
+    drainer,
+    stale,
+    log,
+    now,
+    intervalMs: config.reconcile.intervalSec * 1000,
+  });
   const invariants = new Invariants(db, ipam);
   const operator = new Operator({
     endpoints,
@@ -51,6 +64,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     attachments,
     invariants,
     inventory,
+    drainer,
     now,
     reconcile: () => reconciler.runOnce(),
   });
@@ -73,6 +87,15 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
           return { group, state, n };
         });
       },
+      queue: () => {
+        const q = drainer.status();
+        return {
+          pending: q.pending.length,
+          failed: q.failed.length,
+          oldestAgeSec: q.oldestAgeSec,
+          applied: drainer.appliedTotal,
+        };
+      },
       ready: () => lifecycle.isReady,
     },
     { defaultMetrics: opts.defaultMetrics },
@@ -83,6 +106,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   return {
     deps: { attachments, ipam, operator, lifecycle, metrics, log, ping, reconcileSoon: () => reconciler.runSoon() },
     reconciler,
+    drainer,
     stores: { endpoints, pools, devices },
   };
 }

@@ -5,6 +5,7 @@ export * from './api/endpoints';
 export * from './api/error';
 export * from './api/gc';
 export * from './api/operator';
+export * from './api/queue';
 export * from './api/status';
 export * from './cni/any-result';
 export * from './cni/args';

@@ -3,20 +3,52 @@
  * a second DEL all end in exit 0. The InfraNIC is torn down from the node side (its host veth), so a
  * vanished netns never stops the release. A delegated device whose host name is taken fails the DEL
  * before anything is released, so the retried DEL still knows where the device is.
+ *
+ * ferryd unreachable: tried for `delWaitMs` in all, then the DEL is queued (fallback/) and exits 0.
  */
+import type { Endpoint } from '@ferry/shared-types/api/endpoints';
+import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
+import { delWithoutDaemon } from '../fallback/del-offline';
 import { teardownDelegatedNic } from '../nic/delegated';
 import { teardownInfraNic } from '../nic/infra';
 
+/** ferryd down, starting or draining: code 11, whether it came from the transport or from ferryd. */
+const isDaemonDown = (err: unknown): err is CniError => err instanceof CniError && err.code === Code.TryAgainLater;
+
 export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
-  const ep = await d.daemon.getEndpoint(args.containerId);
+  try {
+    await delOnline(args, conf, d, Date.now() + d.delWaitMs);
+  } catch (err) {
+    if (!isDaemonDown(err)) throw err;
+    if ((await delWithoutDaemon(args, conf, d, err)) === 'online')
+      await delOnline(args, conf, d, Date.now() + d.delWaitMs);
+  }
+  return undefined;
+}
+
+async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: number): Promise<void> {
+  const ep = await getWithin(args.containerId, deadline, d);
   const mine = (ep?.interfaces ?? []).filter((i) => i.network === conf.name && i.attachmentIfName === args.ifName);
   // Delegated devices first: they need the pod netns, which the InfraNIC's veth does not.
   for (const nic of mine) if (nic.nicType === 'DelegatedNIC') await teardownDelegatedNic(nic, args.netns, d);
   for (const nic of mine) if (nic.nicType === 'InfraNIC') await teardownInfraNic(nic, d);
   const released = await d.daemon.release(args.containerId, conf.name, args.ifName);
   d.log.info({ interfaces: released.released.length, hadState: mine.length > 0 }, 'deleted');
-  return undefined;
+}
+
+/** The endpoint, asking again every 200 ms while ferryd is down, until `deadline`. */
+async function getWithin(containerId: string, deadline: number, d: Deps): Promise<Endpoint | undefined> {
+  for (;;) {
+    const left = deadline - Date.now();
+    try {
+      return await d.daemon.getEndpoint(containerId, Math.max(1, left));
+    } catch (err) {
+      if (!isDaemonDown(err) || Date.now() + 200 >= deadline) throw err;
+      d.log.info({ err: err.message, leftMs: left }, 'ferryd unreachable; trying again');
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

@@ -203,7 +203,7 @@ async function returnHome(
 }
 
 /** The links of a pod netns, or undefined when the netns is gone. */
-async function listOrNone(ns: Netns, d: Deps): Promise<IpLink[] | undefined> {
+export async function listOrNone(ns: Netns, d: Deps): Promise<IpLink[] | undefined> {
   try {
     return await d.ip.listLinks(ns);
   } catch (err) {

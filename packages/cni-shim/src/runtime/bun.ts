@@ -5,8 +5,20 @@
  * unix socket connect() completes or fails at once, unless ferryd's accept backlog is full (a frozen
  * ferryd), and then the deadline ends the wait.
  */
+import { closeSync, openSync } from 'node:fs';
 import type { Runner } from '@ferry/net';
-import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime';
+import {
+  type HttpResponse,
+  pollLock,
+  type RequestOptions,
+  type Runtime,
+  type Unlock,
+  UnreachableError,
+} from './runtime';
+
+const LOCK_SH = 1;
+const LOCK_NB = 4;
+const LOCK_UN = 8;
 
 const run: Runner = async (argv, input) => {
   const p = Bun.spawnSync({
@@ -39,4 +51,22 @@ async function request(o: RequestOptions): Promise<HttpResponse> {
   }
 }
 
-export const bunRuntime: Runtime = { run, request };
+/**
+ * flock(2) through bun:ffi: neither Bun nor Node offers it. Loaded only on the daemon-down DEL path,
+ * the one place that locks.
+ */
+async function lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined> {
+  const { dlopen, FFIType } = await import('bun:ffi');
+  const libc = dlopen('libc.so.6', { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
+  const fd = openSync(path, 'a+', 0o600);
+  if (!(await pollLock(() => libc.symbols.flock(fd, LOCK_SH | LOCK_NB) === 0, timeoutMs))) {
+    closeSync(fd);
+    return undefined;
+  }
+  return () => {
+    libc.symbols.flock(fd, LOCK_UN);
+    closeSync(fd);
+  };
+}
+
+export const bunRuntime: Runtime = { run, request, lockShared };

@@ -2,9 +2,18 @@
  * The runtime for Node (tests that run the sources, and the Node build used to exercise this seam):
  * execa for processes, node:http for requests with a separate connect timeout and total deadline.
  */
+import { closeSync, openSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { nodeRunner } from '@ferry/net/node-runner';
-import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime';
+import fsExt from 'fs-ext';
+import {
+  type HttpResponse,
+  pollLock,
+  type RequestOptions,
+  type Runtime,
+  type Unlock,
+  UnreachableError,
+} from './runtime';
 
 function request(o: RequestOptions): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
@@ -53,4 +62,24 @@ function request(o: RequestOptions): Promise<HttpResponse> {
   });
 }
 
-export const nodeRuntime: Runtime = { run: nodeRunner, request };
+async function lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined> {
+  const fd = openSync(path, 'a+', 0o600);
+  const tryLock = () => {
+    try {
+      fsExt.flockSync(fd, 'shnb');
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!(await pollLock(tryLock, timeoutMs))) {
+    closeSync(fd);
+    return undefined;
+  }
+  return () => {
+    fsExt.flockSync(fd, 'un');
+    closeSync(fd);
+  };
+}
+
+export const nodeRuntime: Runtime = { run: nodeRunner, request, lockShared };

@@ -29,9 +29,27 @@ export interface RequestOptions {
   deadlineMs: number;
 }
 
+/** Releases a lock taken by lockShared. */
+export type Unlock = () => void;
+
 export interface Runtime {
   /** Spawns a process without a shell (used by @ferry/net). */
   run: Runner;
   /** One HTTP request over a unix socket. Throws UnreachableError when ferryd cannot be reached. */
   request(opts: RequestOptions): Promise<HttpResponse>;
+  /**
+   * A shared flock(2) on `path` (created if missing), waiting at most `timeoutMs`; undefined when it
+   * could not be had in time. The kernel drops it if the process dies.
+   */
+  lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined>;
+}
+
+/** Polls a non-blocking lock attempt every 10 ms until it succeeds or time runs out. */
+export async function pollLock(tryLock: () => boolean, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    if (tryLock()) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }

@@ -7,6 +7,7 @@ import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/a
 import type { ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { CommitRequest, Endpoint, InterfaceRecord, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
+import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import { reservationOf } from '../devices/inventory';
@@ -128,6 +129,20 @@ export class Attachments {
       const a = this.#d.endpoints.getAttachment(containerId, ifName);
       if (!a || a.network !== network) return { released: [] };
       return { released: this.#releaseAttachment(a) };
+    })();
+  }
+
+  /**
+   * Applies a queued DEL. An attachment created after the DEL was queued is a re-ADD of the same
+   * container and ifName and is left alone ('stale').
+   */
+  releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
+    return this.#d.db.transaction(() => {
+      const a = this.#d.endpoints.getAttachment(entry.containerId, entry.ifName);
+      if (!a || a.network !== entry.network) return 'absent';
+      if (a.created_at_ms > Date.parse(entry.queuedAt)) return 'stale';
+      this.#releaseAttachment(a);
+      return 'released';
     })();
   }
 

@@ -1,16 +1,21 @@
 /**
- * Periodic repairs that need no request: addresses whose cooldown has passed become Available;
- * delegated devices that came back to the node are freed and renamed home (devices/inventory.ts).
+ * Periodic repairs that need no request: the delete queue is drained, addresses whose cooldown has
+ * passed become Available, endpoints whose netns is gone are released, and delegated devices that came
+ * back to the node are freed and renamed home (devices/inventory.ts).
  * Runs once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
 import type { Inventory } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
+import type { Drainer } from '../queue/drainer';
+import type { StaleEndpoints } from './stale-endpoints';
 
 export interface ReconcilerDeps {
   ipam: Ipam;
   inventory: Inventory;
+  drainer: Drainer;
+  stale: StaleEndpoints;
   log: Logger;
   now: () => number;
   intervalMs: number;
@@ -52,10 +57,23 @@ export class Reconciler {
     await this.#running?.catch(() => undefined);
   }
 
+  /**
+   * Queued DELs first (cilium#39370: deletes raced with restore), then cooldowns, then endpoints whose
+   * netns is gone, then devices (which the steps before may have freed).
+   */
   async #pass(): Promise<ReconcileResult> {
-    const cooledDown = this.#d.ipam.sweep(this.#d.now());
+    const queue = await this.#d.drainer.drain();
+    const now = this.#d.now();
+    const cooledDown = this.#d.ipam.sweep(now);
     if (cooledDown > 0) this.#d.log.info({ cooledDown }, 'addresses back to Available after cooldown');
+    const staleReleased = this.#d.stale.sweep(now);
     const devices = await this.#d.inventory.scan();
-    return { cooledDown, staleReleased: 0, devicesRefunded: devices.refunded, devicesRenamed: devices.renamed };
+    return {
+      cooledDown,
+      staleReleased,
+      devicesRefunded: devices.refunded,
+      devicesRenamed: devices.renamed,
+      queueApplied: queue.applied + queue.stale,
+    };
   }
 }

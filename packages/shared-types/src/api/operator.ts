@@ -68,6 +68,8 @@ export const ReconcileResultSchema = z.strictObject({
   devicesRefunded: z.number().check(z.int()),
   /** Delegated devices renamed back to their recorded host name. */
   devicesRenamed: z.number().check(z.int()),
+  /** Delete-queue entries applied. */
+  queueApplied: z.number().check(z.int()),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResultSchema>;
 

@@ -5,6 +5,7 @@ import type { Operator } from '../../operator';
 import { operatorDeviceRoutes } from './devices';
 import { operatorEndpointRoutes } from './endpoints';
 import { operatorIpamRoutes } from './ipam';
+import { operatorQueueRoutes } from './queue';
 
 function sameToken(given: string, expected: string): boolean {
   const a = Buffer.from(given);
@@ -37,4 +38,5 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
   await app.register(operatorEndpointRoutes, { operator });
   await app.register(operatorIpamRoutes, { operator });
   await app.register(operatorDeviceRoutes, { operator });
+  await app.register(operatorQueueRoutes, { operator });
 };

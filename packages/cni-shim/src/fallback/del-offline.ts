@@ -1,0 +1,56 @@
+/**
+ * DEL when ferryd cannot be reached (DESIGN.md "DEL (daemon down)"): queue the intent durably, clean the
+ * pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and nothing is lost.
+ */
+import { join } from 'node:path';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { podOf } from '../commands/attachment';
+import type { ShimConf } from '../config';
+import type { Deps } from '../deps';
+import type { CmdArgs } from '../env';
+import { DEFAULT_QUEUE_DIR, DEFAULT_QUEUE_LIMIT, prepareQueueDir, writeEntry } from './delete-queue';
+import { cleanPodNetns } from './netns-cleanup';
+
+/** How long the shim waits for the queue lock (ferryd holds it only while draining at start-up). */
+const LOCK_WAIT_MS = 5000;
+/** The re-check of ferryd under the lock is one quick look, not another wait. */
+const RECHECK_MS = 500;
+
+/**
+ * Queues the DEL and cleans the netns. Returns 'online' instead when ferryd turned out to be serving
+ * after all (it came up while this DEL waited for the lock): the caller then deletes through it.
+ */
+export async function delWithoutDaemon(
+  args: CmdArgs,
+  conf: ShimConf,
+  d: Deps,
+  cause: CniError,
+): Promise<'queued' | 'online'> {
+  const dir = conf.deleteQueue ?? DEFAULT_QUEUE_DIR;
+  prepareQueueDir(dir);
+  const unlock = await d.rt.lockShared(join(dir, 'lock'), LOCK_WAIT_MS);
+  if (!unlock) {
+    throw new CniError(
+      Code.TryAgainLater,
+      `queue DEL of ${args.containerId}/${args.ifName}: ${dir}/lock stayed locked for ${LOCK_WAIT_MS} ms (ferryd draining)`,
+    );
+  }
+  try {
+    if (await d.daemon.isReady(RECHECK_MS)) return 'online';
+    const pod = podOf(args);
+    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_QUEUE_LIMIT, {
+      network: conf.name,
+      containerId: args.containerId,
+      ifName: args.ifName,
+      netns: args.netns,
+      ...(Object.keys(pod).length > 0 ? { pod } : {}),
+      ...(conf.prevResult !== undefined ? { prevResult: conf.prevResult } : {}),
+      queuedAt: new Date().toISOString(),
+    });
+    d.log.warn({ entry: join(dir, name), cause: cause.message }, 'ferryd unreachable: DEL queued for ferryd to apply');
+  } finally {
+    unlock();
+  }
+  await cleanPodNetns(args.netns, args.ifName, d);
+  return 'queued';
+}

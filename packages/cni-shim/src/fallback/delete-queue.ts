@@ -1,0 +1,62 @@
+/**
+ * The shim's side of the delete queue: a DEL that cannot reach ferryd is written down durably and
+ * exit 0 follows, so kubelet never waits on ferryd and nothing is forgotten.
+ *
+ * Lock protocol (as Cilium's): the shim holds a shared lock on <dir>/lock while it re-checks ferryd and
+ * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
+ * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { QUEUE_ENTRY_NAME_RE, QUEUE_ENTRY_VERSION, type QueueEntry } from '@ferry/shared-types/api/queue';
+import { CniError, Code } from '@ferry/shared-types/errors';
+
+export const DEFAULT_QUEUE_DIR = '/var/lib/ferry/delete-queue';
+export const DEFAULT_QUEUE_LIMIT = 1024;
+
+/** The entry's file name: a hash of the attachment key, never anything the runtime sent verbatim. */
+export function entryNameOf(network: string, containerId: string, ifName: string): string {
+  return `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
+}
+
+export function prepareQueueDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+}
+
+/**
+ * Writes the entry: temp file, fsync, rename, fsync of the directory. A repeated DEL replaces its own
+ * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
+ */
+export function writeEntry(dir: string, limit: number, entry: Omit<QueueEntry, 'version'>): string {
+  const name = entryNameOf(entry.network, entry.containerId, entry.ifName);
+  const pending = readdirSync(dir).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
+  if (!pending.includes(name) && pending.length >= limit) {
+    throw new CniError(
+      Code.QueueFull,
+      `queue DEL of ${entry.containerId}/${entry.ifName}: the delete queue ${dir} is full (${pending.length} entries)`,
+      'ferryd is down and has not drained it; the runtime should retry',
+    );
+  }
+  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const fd = openSync(tmp, 'wx', 0o600);
+  try {
+    writeSync(fd, JSON.stringify({ version: QUEUE_ENTRY_VERSION, ...entry }));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    renameSync(tmp, join(dir, name));
+  } catch (err) {
+    unlinkSync(tmp);
+    throw err;
+  }
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+  return name;
+}

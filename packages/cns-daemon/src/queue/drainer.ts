@@ -1,0 +1,345 @@
+/**
+ * ferryd's side of the delete queue: applies each entry the shim wrote while ferryd was unreachable,
+ * exactly once (the file is removed after it is applied; applying is idempotent anyway).
+ *
+ * - At start-up ferryd takes the exclusive lock, drains, starts serving, and only then lets go, so a
+ *   shim's DEL either reaches a serving ferryd or lands in the queue before the drain (the shim writes
+ *   under the shared lock). After that, fs.watch and the reconciler's period pick up new entries.
+ * - An entry names an attachment and when the shim gave up; an attachment created after that time is
+ *   a re-ADD and is left alone.
+ * - Files are untrusted input: anything that is not a regular file named like an entry, is too big, is
+ *   not JSON, or does not fit the schema is moved aside into failed/ with the reason, never executed.
+ *   Entries that fail to apply are retried with backoff and set aside after MAX_ATTEMPTS.
+ */
+import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  type FSWatcher,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  watch,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import {
+  QUEUE_ENTRY_NAME_RE,
+  type QueueEntry,
+  QueueEntrySchema,
+  type QueueStatus,
+} from '@ferry/shared-types/api/queue';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { describePath } from '@ferry/shared-types/parse';
+import fsExt from 'fs-ext';
+import type { Logger } from 'pino';
+import * as z from 'zod/mini';
+import type { Attachments } from '../endpoints/attachments';
+
+export const MAX_ENTRY_BYTES = 64 * 1024;
+export const MAX_ATTEMPTS = 5;
+/** A shim's temp file this old was abandoned (the shim died between write and rename). */
+const ABANDONED_TMP_MS = 60_000;
+const FAILED = 'failed';
+const LOCK = 'lock';
+
+const ReasonSchema = z.object({ originalName: z.string(), reason: z.string(), movedAt: z.string() });
+
+export interface DrainerDeps {
+  dir: string;
+  attachments: Attachments;
+  log: Logger;
+  now: () => number;
+}
+
+export interface DrainResult {
+  applied: number;
+  stale: number;
+  setAside: number;
+}
+
+export class Drainer {
+  readonly #d: DrainerDeps;
+  readonly #attempts = new Map<string, { n: number; nextAt: number; lastError: string }>();
+  #lockFd: number | undefined;
+  #watcher: FSWatcher | undefined;
+  #draining: Promise<DrainResult> | undefined;
+  #again = false;
+  /** Applied since start (metrics). */
+  appliedTotal = 0;
+
+  constructor(deps: DrainerDeps) {
+    this.#d = deps;
+    mkdirSync(deps.dir, { recursive: true, mode: 0o700 });
+  }
+
+  get dir(): string {
+    return this.#d.dir;
+  }
+
+  /**
+   * Takes the exclusive lock, waiting at most `timeoutMs` for shims that hold it shared. If it cannot
+   * be had, ferryd goes on (as Cilium's agent does) and says that a DEL written meanwhile may wait for
+   * the next rescan.
+   */
+  async lockExclusive(timeoutMs: number): Promise<void> {
+    const fd = openSync(join(this.#d.dir, LOCK), 'a+', 0o600);
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        fsExt.flockSync(fd, 'exnb');
+        this.#lockFd = fd;
+        return;
+      } catch {
+        if (Date.now() >= until) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+    closeSync(fd);
+    this.#d.log.warn(
+      { dir: this.#d.dir },
+      'delete queue lock not acquired; draining anyway (a DEL queued now waits for the next rescan)',
+    );
+  }
+
+  /** Lets shims queue again; called once ferryd serves. */
+  unlock(): void {
+    if (this.#lockFd === undefined) return;
+    fsExt.flockSync(this.#lockFd, 'un');
+    closeSync(this.#lockFd);
+    this.#lockFd = undefined;
+  }
+
+  /** New entries are applied as they appear. */
+  watch(): void {
+    this.#watcher = watch(this.#d.dir, () => {
+      this.drainSoon();
+    });
+    this.#watcher.on('error', (err) =>
+      this.#d.log.warn({ err }, 'delete queue watch failed; the periodic rescan still drains'),
+    );
+  }
+
+  stop(): void {
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    this.unlock();
+  }
+
+  drainSoon(): void {
+    this.drain().catch((err: unknown) => this.#d.log.error({ err }, 'draining the delete queue failed'));
+  }
+
+  /** One pass over the queue; a call during a pass schedules one more pass after it. */
+  drain(): Promise<DrainResult> {
+    if (this.#draining) {
+      this.#again = true;
+      return this.#draining;
+    }
+    this.#draining = this.#pass().finally(() => {
+      this.#draining = undefined;
+      if (this.#again) {
+        this.#again = false;
+        this.drainSoon();
+      }
+    });
+    return this.#draining;
+  }
+
+  async #pass(): Promise<DrainResult> {
+    const result: DrainResult = { applied: 0, stale: 0, setAside: 0 };
+    const names = readdirSync(this.#d.dir);
+    for (const [k, name] of names.entries()) {
+      // Keep the event loop responsive while a long queue drains (requests keep being served).
+      if (k > 0 && k % 200 === 0) await new Promise((r) => setImmediate(r));
+      if (name === LOCK || name === FAILED) continue;
+      if (name.startsWith('.tmp-')) {
+        this.#removeIfAbandoned(name);
+        continue;
+      }
+      if (!QUEUE_ENTRY_NAME_RE.test(name)) {
+        this.#setAside(name, 'unexpected file name: not written by ferry-cni');
+        result.setAside++;
+        continue;
+      }
+      const outcome = this.#applyOne(name);
+      if (outcome === 'applied') result.applied++;
+      else if (outcome === 'stale') result.stale++;
+      else if (outcome === 'set-aside') result.setAside++;
+    }
+    this.appliedTotal += result.applied + result.stale;
+    if (result.applied + result.stale + result.setAside > 0) this.#d.log.info(result, 'delete queue drained');
+    return result;
+  }
+
+  #applyOne(name: string): 'applied' | 'stale' | 'set-aside' | 'waiting' | 'gone' {
+    const path = join(this.#d.dir, name);
+    const attempt = this.#attempts.get(name);
+    if (attempt && attempt.nextAt > this.#d.now()) return 'waiting';
+    let entry: QueueEntry;
+    try {
+      entry = readEntry(path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
+      this.#setAside(name, (err as Error).message);
+      return 'set-aside';
+    }
+    try {
+      const outcome = this.#d.attachments.releaseQueued(entry);
+      unlinkSync(path);
+      this.#attempts.delete(name);
+      this.#d.log.info(
+        {
+          containerId: entry.containerId,
+          ifName: entry.ifName,
+          network: entry.network,
+          queuedAt: entry.queuedAt,
+          outcome,
+        },
+        outcome === 'stale'
+          ? 'queued DEL skipped: the endpoint was added again after it was queued'
+          : 'queued DEL applied',
+      );
+      return outcome === 'stale' ? 'stale' : 'applied';
+    } catch (err) {
+      const n = (attempt?.n ?? 0) + 1;
+      const lastError = (err as Error).message;
+      if (n >= MAX_ATTEMPTS) {
+        this.#attempts.delete(name);
+        this.#setAside(name, `could not apply after ${n} attempts: ${lastError}`);
+        return 'set-aside';
+      }
+      this.#attempts.set(name, { n, nextAt: this.#d.now() + Math.min(60_000, 1000 * 2 ** (n - 1)), lastError });
+      this.#d.log.warn({ err, entry: name, attempt: n }, 'queued DEL failed; will retry');
+      return 'waiting';
+    }
+  }
+
+  /** Moves a file aside into failed/, under a hash of its name (the name itself may be hostile). */
+  #setAside(name: string, reason: string): void {
+    const failed = join(this.#d.dir, FAILED);
+    mkdirSync(failed, { recursive: true, mode: 0o700 });
+    const id = createHash('sha256').update(name).digest('hex');
+    try {
+      renameSync(join(this.#d.dir, name), join(failed, id));
+    } catch (err) {
+      this.#d.log.error({ err, entry: name }, 'could not move a queue entry aside');
+      return;
+    }
+    writeFileSync(
+      join(failed, `${id}.reason.json`),
+      JSON.stringify({ originalName: name, reason, movedAt: new Date(this.#d.now()).toISOString() }),
+      { mode: 0o600 },
+    );
+    this.#d.log.warn({ entry: name, reason, failed: join(failed, id) }, 'delete queue entry set aside');
+  }
+
+  #removeIfAbandoned(name: string): void {
+    try {
+      if (this.#d.now() - lstatSync(join(this.#d.dir, name)).mtimeMs > ABANDONED_TMP_MS)
+        unlinkSync(join(this.#d.dir, name));
+    } catch {
+      // Renamed or removed meanwhile.
+    }
+  }
+
+  status(): QueueStatus {
+    const now = this.#d.now();
+    const pending: QueueStatus['pending'] = [];
+    let oldest = now;
+    for (const name of readdirSync(this.#d.dir)) {
+      if (!QUEUE_ENTRY_NAME_RE.test(name)) continue;
+      const a = this.#attempts.get(name);
+      let entry: QueueEntry | undefined;
+      try {
+        entry = readEntry(join(this.#d.dir, name));
+      } catch {
+        entry = undefined;
+      }
+      if (entry) oldest = Math.min(oldest, Date.parse(entry.queuedAt));
+      pending.push({
+        file: name,
+        ...(entry
+          ? { network: entry.network, containerId: entry.containerId, ifName: entry.ifName, queuedAt: entry.queuedAt }
+          : {}),
+        attempts: a?.n ?? 0,
+        ...(a ? { lastError: a.lastError } : {}),
+      });
+    }
+    return {
+      dir: this.#d.dir,
+      pending,
+      failed: this.#failed(),
+      oldestAgeSec: pending.length ? (now - oldest) / 1000 : 0,
+    };
+  }
+
+  #failed(): QueueStatus['failed'] {
+    const failed = join(this.#d.dir, FAILED);
+    let names: string[];
+    try {
+      names = readdirSync(failed);
+    } catch {
+      return [];
+    }
+    return names
+      .filter((n) => /^[0-9a-f]{64}\.reason\.json$/.test(n))
+      .flatMap((n) => {
+        const r = ReasonSchema.safeParse(safeJson(readFileSync(join(failed, n), 'utf8')));
+        return r.success ? [{ file: n.slice(0, 64), ...r.data }] : [];
+      });
+  }
+
+  /** An operator puts a set-aside entry back (after fixing what made it fail); it is validated again. */
+  retryFailed(file: string): void {
+    const failed = join(this.#d.dir, FAILED);
+    const reasonPath = join(failed, `${file}.reason.json`);
+    let reason: z.infer<typeof ReasonSchema>;
+    try {
+      reason = ReasonSchema.parse(JSON.parse(readFileSync(reasonPath, 'utf8')));
+    } catch {
+      throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
+    }
+    if (!QUEUE_ENTRY_NAME_RE.test(reason.originalName)) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `delete queue: ${file} was not written by ferry-cni ("${reason.originalName}"); it cannot be retried`,
+      );
+    }
+    renameSync(join(failed, file), join(this.#d.dir, reason.originalName));
+    unlinkSync(reasonPath);
+    this.#d.log.info({ entry: reason.originalName }, 'failed delete queue entry put back');
+    this.drainSoon();
+  }
+}
+
+/** Reads and validates one entry file; throws with the reason it cannot be applied. */
+export function readEntry(path: string): QueueEntry {
+  const st = lstatSync(path);
+  if (!st.isFile()) throw new Error('not a regular file');
+  if (st.size > MAX_ENTRY_BYTES) throw new Error(`larger than ${MAX_ENTRY_BYTES} bytes`);
+  const text = readFileSync(path, 'utf8');
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`not JSON: ${(err as Error).message}`);
+  }
+  const r = QueueEntrySchema.safeParse(doc);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw new Error(`invalid entry: ${i ? describePath(i.path) : '(root)'}: ${i?.message ?? 'invalid'}`);
+  }
+  return r.data;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * Endpoints whose network namespace is gone: after a reboot or a crashed runtime no DEL may ever come,
+ * so once a netns has been missing for the grace period its endpoint is released. The grace period
+ * covers the short window in which a runtime has removed the netns but not yet called DEL.
+ */
+import { existsSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Attachments } from '../endpoints/attachments';
+import type { EndpointStore } from '../store/endpoints';
+
+export interface StaleEndpointsDeps {
+  endpoints: EndpointStore;
+  attachments: Attachments;
+  log: Logger;
+  graceMs: number;
+}
+
+export class StaleEndpoints {
+  readonly #d: StaleEndpointsDeps;
+  /** attachment id → when its netns was first seen missing. */
+  readonly #missingSince = new Map<number, number>();
+
+  constructor(deps: StaleEndpointsDeps) {
+    this.#d = deps;
+  }
+
+  /** Releases endpoints whose netns has been gone for the grace period; returns how many. */
+  sweep(nowMs: number): number {
+    const seen = new Set<number>();
+    let released = 0;
+    for (const a of this.#d.endpoints.allAttachments()) {
+      seen.add(a.id);
+      if (existsSync(a.netns)) {
+        this.#missingSince.delete(a.id);
+        continue;
+      }
+      const since = this.#missingSince.get(a.id) ?? nowMs;
+      this.#missingSince.set(a.id, since);
+      if (nowMs - since < this.#d.graceMs) continue;
+      const r = this.#d.attachments.release(a.container_id, a.network, a.if_name);
+      this.#missingSince.delete(a.id);
+      released++;
+      this.#d.log.warn(
+        { containerId: a.container_id, ifName: a.if_name, netns: a.netns, interfaces: r.released.length },
+        'endpoint released: its netns has been gone longer than the grace period',
+      );
+    }
+    for (const id of this.#missingSince.keys()) if (!seen.has(id)) this.#missingSince.delete(id);
+    return released;
+  }
+}
