@@ -73,9 +73,18 @@ test('DEL with ferryd unreachable queues the intent durably and exits 0 within i
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
   expect(files).toHaveLength(1);
   const entry = QueueEntrySchema.parse(JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')));
-  expect(entry).toMatchObject({ network: 'ferry', containerId: 'abc', ifName: 'eth0', netns: '', pod: { name: 'web-0' } });
+  expect(entry).toMatchObject({
+    network: 'ferry',
+    containerId: 'abc',
+    ifName: 'eth0',
+    netns: '',
+    pod: { name: 'web-0' },
+  });
   // A second DEL collapses onto the same entry.
-  await run({ CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' }, conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, daemonTimeouts: { delWaitMs: 100 } }));
+  await run(
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+    conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, daemonTimeouts: { delWaitMs: 100 } }),
+  );
   expect(readdirSync(dir).filter((f) => f.endsWith('.json'))).toEqual(files);
 });
 
@@ -85,7 +94,12 @@ test('a full delete queue makes DEL fail with 110 so the runtime retries', async
   const del = (id: string) =>
     run(
       { CNI_COMMAND: 'DEL', CNI_CONTAINERID: id, CNI_IFNAME: 'eth0' },
-      conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, deleteQueueLimit: 2, daemonTimeouts: { delWaitMs: 50 } }),
+      conf({
+        daemonSocket: '/nonexistent/ferryd.sock',
+        deleteQueue: dir,
+        deleteQueueLimit: 2,
+        daemonTimeouts: { delWaitMs: 50 },
+      }),
     );
   expect((await del('a')).code).toBe(0);
   expect((await del('b')).code).toBe(0);

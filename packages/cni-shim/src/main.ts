@@ -42,10 +42,11 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
     io.printErr(aboutText());
     return 0;
   }
-  const log = openLog(opts.defaultLogFile);
   const stdin = io.stdin ?? '';
-  // Errors are printed in the config's version when it names one Ferry speaks, even env errors.
-  let version: CniVersion = safeDeclaredVersion(stdin) ?? LATEST_VERSION;
+  const early = peekConfig(stdin);
+  // Even an env error is logged to the config's log file and printed in the config's version.
+  const log = openLog(early.logFile ?? opts.defaultLogFile);
+  let version: CniVersion = early.version ?? LATEST_VERSION;
   try {
     const args = parseEnv(env);
     if (args.command === 'VERSION') {
@@ -102,12 +103,14 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   }
 }
 
-/** The config's version for the error document, when stdin names a supported one. */
-function safeDeclaredVersion(stdin: string): CniVersion | undefined {
+/** What the config says before it is validated: its version (if Ferry speaks it) and its log file. */
+function peekConfig(stdin: string): { version?: CniVersion; logFile?: string } {
   try {
-    const v = declaredVersion(decodeStdin(stdin));
-    return isSupportedVersion(v) ? v : undefined;
+    const doc = decodeStdin(stdin);
+    const v = declaredVersion(doc);
+    const logFile = typeof doc.logFile === 'string' && doc.logFile.startsWith('/') ? doc.logFile : undefined;
+    return { ...(isSupportedVersion(v) ? { version: v } : {}), ...(logFile ? { logFile } : {}) };
   } catch {
-    return undefined;
+    return {};
   }
 }

@@ -151,6 +151,7 @@ export class Drainer {
 
   async #pass(): Promise<DrainResult> {
     const result: DrainResult = { applied: 0, stale: 0, setAside: 0 };
+    const started = performance.now();
     const names = readdirSync(this.#d.dir);
     for (const [k, name] of names.entries()) {
       // Keep the event loop responsive while a long queue drains (requests keep being served).
@@ -171,7 +172,9 @@ export class Drainer {
       else if (outcome === 'set-aside') result.setAside++;
     }
     this.appliedTotal += result.applied + result.stale;
-    if (result.applied + result.stale + result.setAside > 0) this.#d.log.info(result, 'delete queue drained');
+    if (result.applied + result.stale + result.setAside > 0) {
+      this.#d.log.info({ ...result, tookMs: Math.round(performance.now() - started) }, 'delete queue drained');
+    }
     return result;
   }
 

@@ -1,0 +1,128 @@
+/**
+ * ferryd down (killed, or frozen with SIGSTOP) while pods are deleted: every DEL exits 0 within its
+ * bounded time, every delegated device is back on the node, and when ferryd returns every queued DEL is
+ * applied exactly once and nothing is left.
+ */
+import { readdirSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import { netConf, newContainerId } from '../fixtures/conf';
+import { addDevice, type TestDevice } from '../fixtures/device';
+import type { Ferryd } from '../fixtures/ferryd';
+import { linkNames, links } from '../fixtures/kernel';
+import { type TestNetns, useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
+import type { Scope } from '../fixtures/scope';
+import { runShim, type ShimCall } from '../fixtures/shim';
+
+const PODS = 110;
+const DEL_WAIT_MS = 1500;
+
+const deviceOf = (i: number): TestDevice => ({
+  name: `dev${i}`,
+  mac: `02:fe:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}`,
+});
+
+async function useBusyNode(t: Scope, pods: number) {
+  const devices = Array.from({ length: pods }, (_, i) => deviceOf(i));
+  const { node, ferryd } = await useNode(t, {
+    cooldownSec: 1,
+    logLevel: 'info',
+    reconcile: { intervalSec: 0.5, staleGraceSec: 3600 },
+    delegatedDevices: devices.map((d) => ({ mac: d.mac, group: 'frontend' })),
+  });
+  const wire = await useNetns(t, 'wire');
+  for (const [i, d] of devices.entries()) await addDevice(node, wire, d, `w${i}`);
+  await ferryd.request('POST', '/v1/operator/reconcile');
+  const netnses = await Promise.all(Array.from({ length: pods }, () => useNetns(t, 'pod')));
+  const calls: ShimCall[] = netnses.map((pod) => ({
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: pod,
+    conf: netConf(ferryd, {
+      logLevel: 'info',
+      delegatedNICs: { group: 'frontend', count: 1 },
+      deleteQueue: ferryd.deleteQueue,
+      daemonTimeouts: { delWaitMs: DEL_WAIT_MS, requestMs: 60_000, addWaitMs: 10_000 },
+    }),
+  }));
+  const adds = await Promise.all(calls.map((c) => runShim(node, 'ADD', c)));
+  expect(adds.filter((r) => r.exitCode !== 0).map((r) => r.stdout)).toEqual([]);
+  return { node, ferryd, devices, calls, pods: netnses };
+}
+
+async function expectDevicesHome(node: TestNetns, devices: TestDevice[]): Promise<void> {
+  const byMac = new Map((await links(node)).map((l) => [l.address, l.ifname]));
+  const wrong = devices
+    .filter((d) => byMac.get(d.mac) !== d.name)
+    .map((d) => `${d.mac}→${byMac.get(d.mac) ?? 'absent'}`);
+  expect(wrong).toEqual([]);
+}
+
+async function expectAllReleased(ferryd: Ferryd, withinMs: number): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  let state = '';
+  while (Date.now() < deadline) {
+    const eps = (await ferryd.request('GET', '/v1/operator/endpoints')).json as { endpoints: unknown[] };
+    const queue = (await ferryd.request('GET', '/v1/operator/queue')).json as { pending: unknown[]; failed: unknown[] };
+    const devs = (await ferryd.request('GET', '/v1/operator/devices')).json as { devices: { state: string }[] };
+    state = `${eps.endpoints.length} endpoints, ${queue.pending.length} pending, ${queue.failed.length} failed, ${devs.devices.filter((d) => d.state !== 'free').length} devices not free`;
+    if (state === '0 endpoints, 0 pending, 0 failed, 0 devices not free') return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not everything released within ${withinMs} ms: ${state}`);
+}
+
+const pendingFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.json'));
+
+describe.for(['killed', 'frozen'] as const)(
+  '%d pods, ferryd %s during their DELs'.replace('%d', String(PODS)),
+  (how) => {
+    test('every DEL exits 0 in bounded time, devices come home, the queue is applied exactly once', async (t) => {
+      const { node, ferryd, devices, calls, pods } = await useBusyNode(t, PODS);
+      if (how === 'killed') await ferryd.kill('SIGKILL');
+      else await ferryd.kill('SIGSTOP');
+
+      const started = Date.now();
+      const dels = await Promise.all(calls.map((c) => runShim(node, 'DEL', c)));
+      const tookMs = Date.now() - started;
+      expect(dels.filter((r) => r.exitCode !== 0).map((r) => r.stdout)).toEqual([]);
+      // Bounded: each DEL tries ferryd for DEL_WAIT_MS, then queues; all run at once.
+      expect(tookMs).toBeLessThan(DEL_WAIT_MS + 30_000);
+      await expectDevicesHome(node, devices);
+      for (const pod of pods) expect(await linkNames(pod)).toEqual(['lo']);
+      expect((await linkNames(node)).filter((n) => n.startsWith('fry'))).toEqual([]);
+      expect(pendingFiles(ferryd.deleteQueue)).toHaveLength(PODS);
+
+      if (how === 'killed') await ferryd.start();
+      else await ferryd.resume();
+      await expectAllReleased(ferryd, 5000);
+      expect(pendingFiles(ferryd.deleteQueue)).toEqual([]);
+      const applied = ferryd
+        .log()
+        .split('\n')
+        .filter((l) => l.includes('"msg":"queued DEL applied"'));
+      expect(applied).toHaveLength(PODS);
+      // Released addresses cool down (1 s here), then every address is Available.
+      await new Promise((r) => setTimeout(r, 1200));
+      const pools = (await ferryd.request('GET', '/v1/operator/pools')).json as {
+        pools: { assigned: number; pendingRelease: number }[];
+      };
+      expect(pools.pools.map((p) => [p.assigned, p.pendingRelease])).toEqual([
+        [0, 0],
+        [0, 0],
+      ]);
+      await expectDevicesHome(node, devices);
+    });
+  },
+);
+
+test('a DEL that races ferryd start-up is never lost', async (t) => {
+  const { node, ferryd, calls } = await useBusyNode(t, 40);
+  await ferryd.kill('SIGKILL');
+  // Start ferryd while the DELs are still trying it or writing to the queue.
+  const dels = Promise.all(calls.map((c) => runShim(node, 'DEL', c)));
+  await new Promise((r) => setTimeout(r, DEL_WAIT_MS - 300));
+  await ferryd.start();
+  expect((await dels).filter((r) => r.exitCode !== 0).map((r) => r.stdout)).toEqual([]);
+  await expectAllReleased(ferryd, 5000);
+});

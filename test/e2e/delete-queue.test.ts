@@ -1,0 +1,162 @@
+/**
+ * The delete queue's edges: a late queued DEL never removes a re-ADDed endpoint; hostile or broken
+ * files are set aside, never executed, never escape the folder; a device whose marker was overwritten
+ * still goes home; endpoints whose netns vanished are released without any DEL.
+ */
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, test } from 'vitest';
+import { netConf, newContainerId } from '../fixtures/conf';
+import { link, links } from '../fixtures/kernel';
+import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
+import { runShim } from '../fixtures/shim';
+
+const entryName = (network: string, containerId: string, ifName: string) =>
+  `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
+
+async function waitFor(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await cond()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('a queued DEL applied after a re-ADD of the same container and ifName leaves the new endpoint alone', async (t) => {
+  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });
+  const pod = await useNetns(t, 'pod');
+  const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 300 } });
+  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  await ferryd.kill('SIGKILL');
+  expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
+  const name = entryName('ferry', call.containerId, 'eth0');
+  const saved = join(ferryd.dir, 'saved-entry.json');
+  copyFileSync(join(ferryd.deleteQueue, name), saved);
+  await ferryd.start();
+  await waitFor(
+    'the queued DEL',
+    async () => (await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status === 404,
+  );
+
+  // Same container, same ifName, added again; then the old entry shows up again (a late duplicate).
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  copyFileSync(saved, join(ferryd.deleteQueue, name));
+  await waitFor('the entry to be consumed', async () => !existsSync(join(ferryd.deleteQueue, name)));
+  expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
+  expect(ferryd.log()).toContain('queued DEL skipped: the endpoint was added again after it was queued');
+});
+
+test('hostile and broken queue files are set aside, never executed, never followed out of the folder', async (t) => {
+  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });
+  const pod = await useNetns(t, 'pod');
+  const victim = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+  expect((await runShim(node, 'ADD', victim)).exitCode).toBe(0);
+  const q = ferryd.deleteQueue;
+  const outside = join(ferryd.dir, 'outside.txt');
+  writeFileSync(outside, 'must stay');
+  const hostile = {
+    'not-ours.json': '{}',
+    '.hidden': 'x',
+    'x;rm -rf --no-preserve-root.json': '{}',
+    [entryName('a', 'b', 'c')]: 'this is not JSON',
+    [entryName('d', 'e', 'f')]: JSON.stringify({
+      version: 1,
+      network: 'ferry',
+      containerId: '../../etc',
+      ifName: 'eth0',
+      netns: '',
+      queuedAt: new Date().toISOString(),
+    }),
+    [entryName('g', 'h', 'i')]: JSON.stringify({ version: 1, network: 'ferry', containerId: victim.containerId }),
+  };
+  for (const [name, content] of Object.entries(hostile)) writeFileSync(join(q, name), content);
+  symlinkSync(outside, join(q, entryName('j', 'k', 'l')));
+  mkdirSync(join(q, entryName('m', 'n', 'o')));
+  const expected = Object.keys(hostile).length + 2;
+
+  await waitFor(
+    'every file set aside',
+    async () => readdirSync(q).filter((f) => f !== 'lock' && f !== 'failed').length === 0,
+  );
+  const status = (await ferryd.request('GET', '/v1/operator/queue')).json as {
+    pending: unknown[];
+    failed: { originalName: string; reason: string }[];
+  };
+  expect(status.pending).toEqual([]);
+  expect(status.failed).toHaveLength(expected);
+  const reasons = Object.fromEntries(status.failed.map((f) => [f.originalName, f.reason]));
+  expect(reasons['not-ours.json']).toBe('unexpected file name: not written by ferry-cni');
+  expect(reasons[entryName('a', 'b', 'c')]).toMatch(/^not JSON: /);
+  expect(reasons[entryName('d', 'e', 'f')]).toMatch(/^invalid entry: containerId: must match/);
+  expect(reasons[entryName('g', 'h', 'i')]).toMatch(/^invalid entry: /);
+  expect(reasons[entryName('j', 'k', 'l')]).toBe('not a regular file');
+  expect(readFileSync(outside, 'utf8')).toBe('must stay');
+  expect(readdirSync(join(q, 'failed')).every((f) => /^[0-9a-f]{64}(\.reason\.json)?$/.test(f))).toBe(true);
+  // Nothing was executed: the victim's endpoint is untouched.
+  expect((await ferryd.request('GET', `/v1/endpoints/${victim.containerId}`)).status).toBe(200);
+});
+
+test('a device whose marker the pod overwrote goes home without ferryd; ferryd renames it by MAC later', async (t) => {
+  const mac = '02:fe:00:00:aa:01';
+  const { node, ferryd } = await useNode(t, {
+    reconcile: { intervalSec: 0.2 },
+    delegatedDevices: [{ mac, group: 'frontend' }],
+  });
+  // A macvlan, not a veth: without its marker, a delegated device is recognised by being neither.
+  await inNetns(node, 'ip', 'link', 'add', 'parent0', 'type', 'veth', 'peer', 'name', 'parent1');
+  await inNetns(
+    node,
+    'ip',
+    'link',
+    'add',
+    'link',
+    'parent0',
+    'name',
+    'eth5',
+    'address',
+    mac,
+    'type',
+    'macvlan',
+    'mode',
+    'bridge',
+  );
+  await ferryd.request('POST', '/v1/operator/reconcile');
+  const pod = await useNetns(t, 'pod');
+  const conf = netConf(ferryd, {
+    delegatedNICs: { group: 'frontend', count: 1 },
+    deleteQueue: ferryd.deleteQueue,
+    daemonTimeouts: { delWaitMs: 300 },
+  });
+  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  await inNetns(pod, 'ip', 'link', 'set', 'net1', 'alias', 'the app was here');
+  await ferryd.kill('SIGKILL');
+
+  const del = await runShim(node, 'DEL', call);
+  expect(del.exitCode, del.stdout).toBe(0);
+  const travelled = (await links(node)).find((l) => l.address === mac);
+  expect(travelled?.ifname).toBe('frt02fe0000aa01');
+
+  await ferryd.start();
+  await waitFor('the device renamed home', async () => (await link(node, 'eth5'))?.address === mac);
+  const devs = (await ferryd.request('GET', '/v1/operator/devices')).json as { devices: { state: string }[] };
+  expect(devs.devices.map((d) => d.state)).toEqual(['free']);
+});
+
+test('an endpoint whose netns vanished without any DEL is released after the grace period', async (t) => {
+  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2, staleGraceSec: 1 } });
+  const pod = await useNetns(t, 'pod');
+  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  await removeNetns(pod.name);
+  await waitFor(
+    'the stale endpoint released',
+    async () => (await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status === 404,
+  );
+  expect(ferryd.log()).toContain('its netns has been gone longer than the grace period');
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+});
