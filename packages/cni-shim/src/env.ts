@@ -41,17 +41,18 @@ export function parseEnv(env: NodeJS.ProcessEnv): CmdArgs {
   if (!isCommand(command)) throw new CniError(Code.InvalidEnv, `unknown CNI_COMMAND: ${command}`);
   const missing = REQUIRED[command].filter((v) => !env[v]);
   if (missing.length > 0) throw new CniError(Code.InvalidEnv, `required env variables [${missing.join(',')}] missing`);
+  // Only the attachment commands look at the attachment's variables. libcni validates a config by
+  // running VERSION with CNI_NETNS=dummy and friends; those must not be judged.
+  if (command !== 'ADD' && command !== 'DEL' && command !== 'CHECK') {
+    return { command, containerId: '', netns: '', ifName: '', args: { ignoreUnknown: true }, path: env.CNI_PATH ?? '' };
+  }
   const containerId = env.CNI_CONTAINERID ?? '';
   const ifName = env.CNI_IFNAME ?? '';
   const netns = env.CNI_NETNS ?? '';
-  if (REQUIRED[command].includes('CNI_CONTAINERID') || containerId) {
-    const p = containerIdProblem(containerId);
-    if (p) throw new CniError(Code.InvalidEnv, `invalid CNI_CONTAINERID "${containerId}": ${p}`);
-  }
-  if (REQUIRED[command].includes('CNI_IFNAME') || ifName) {
-    const p = ifNameProblem(ifName);
-    if (p) throw new CniError(Code.InvalidEnv, `invalid CNI_IFNAME "${ifName}": ${p}`);
-  }
+  const idProblem = containerIdProblem(containerId);
+  if (idProblem) throw new CniError(Code.InvalidEnv, `invalid CNI_CONTAINERID "${containerId}": ${idProblem}`);
+  const nameProblem = ifNameProblem(ifName);
+  if (nameProblem) throw new CniError(Code.InvalidEnv, `invalid CNI_IFNAME "${ifName}": ${nameProblem}`);
   if (netns && !netns.startsWith('/')) {
     throw new CniError(Code.InvalidEnv, `invalid CNI_NETNS "${netns}": must be an absolute path`);
   }

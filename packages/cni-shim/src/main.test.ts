@@ -29,6 +29,15 @@ test('VERSION echoes the config version, or 1.1.0 without stdin', async () => {
   expect((await run({ CNI_COMMAND: 'VERSION' })).json.cniVersion).toBe('1.1.0');
 });
 
+test("VERSION ignores the other variables, as libcni's config validation sends CNI_NETNS=dummy", async () => {
+  const r = await run(
+    { CNI_COMMAND: 'VERSION', CNI_NETNS: 'dummy', CNI_CONTAINERID: 'dummy', CNI_IFNAME: 'dummy' },
+    '{"cniVersion":"1.0.0"}',
+  );
+  expect(r.code).toBe(0);
+  expect(r.json.cniVersion).toBe('1.0.0');
+});
+
 test('no CNI_COMMAND: about text on stderr, nothing on stdout, exit 0', async () => {
   const r = await run({});
   expect(r.code).toBe(0);

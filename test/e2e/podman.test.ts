@@ -1,0 +1,99 @@
+/**
+ * Ferry under a real libcni-based runtime: podman 4.3 with its CNI backend runs containers on a Ferry
+ * conflist. Connectivity is checked inside the test namespaces, and nothing is left after --rm.
+ */
+import { expect, test } from 'vitest';
+import { addDevice } from '../fixtures/device';
+import { link, linkNames } from '../fixtures/kernel';
+import { useNetns } from '../fixtures/netns';
+import { NODE_IPV4, useNode } from '../fixtures/node';
+import { IMAGE, usePodman } from '../fixtures/podman';
+
+const conflist = (socket: string, dir: string, extra: Record<string, unknown> = {}) => ({
+  cniVersion: '1.0.0',
+  name: 'ferry',
+  plugins: [
+    {
+      type: 'ferry-cni',
+      daemonSocket: socket,
+      logFile: `${dir}/cni.log`,
+      deleteQueue: `${dir}/lib/delete-queue`,
+      ...extra,
+    },
+  ],
+});
+
+test('podman run --rm on a Ferry network: an address from ferryd, the node and a second container reachable, nothing left', async (t) => {
+  const { node, ferryd } = await useNode(t);
+  const podman = await usePodman(t, node, conflist(ferryd.socket, ferryd.dir));
+
+  const server = await podman.run(
+    'run',
+    '-d',
+    '--name',
+    'server',
+    ...podman.runFlags,
+    '--network',
+    'ferry',
+    IMAGE,
+    'sleep',
+    '300',
+  );
+  expect(server.exitCode, server.stderr).toBe(0);
+  const serverIp = (
+    await podman.run('inspect', '--format', '{{.NetworkSettings.Networks.ferry.IPAddress}}', 'server')
+  ).stdout.trim();
+  expect(serverIp).toMatch(/^10\.244\.1\.\d+$/);
+
+  const client = await podman.run(
+    'run',
+    '--rm',
+    ...podman.runFlags,
+    '--network',
+    'ferry',
+    IMAGE,
+    'sh',
+    '-c',
+    `ip -o -4 addr show eth0 && ping -c 1 -W 2 ${NODE_IPV4} && ping -c 1 -W 2 ${serverIp}`,
+  );
+  expect(client.exitCode, `${client.stdout}\n${client.stderr}`).toBe(0);
+  expect(client.stdout).toMatch(/inet 10\.244\.1\.\d+\/32/);
+  expect(client.stdout).toContain(`64 bytes from ${serverIp}`);
+
+  expect((await podman.run('rm', '--force', '--time', '0', 'server')).exitCode).toBe(0);
+  expect(await linkNames(node)).toEqual(['lo']);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+  expect((await ferryd.request('GET', '/v1/operator/endpoints')).json).toEqual({ endpoints: [] });
+});
+
+test('podman run --rm with a delegated NIC: the container gets net1, the device comes home', async (t) => {
+  const mac = '02:fe:00:00:bb:01';
+  const { node, ferryd } = await useNode(t, { delegatedDevices: [{ mac, group: 'frontend' }] });
+  const wire = await useNetns(t, 'wire');
+  await addDevice(node, wire, { name: 'eth3', mac }, 'w0');
+  await ferryd.request('POST', '/v1/operator/reconcile');
+  const podman = await usePodman(
+    t,
+    node,
+    conflist(ferryd.socket, ferryd.dir, { delegatedNICs: { group: 'frontend', count: 1 } }),
+  );
+
+  const r = await podman.run(
+    'run',
+    '--rm',
+    ...podman.runFlags,
+    '--network',
+    'ferry',
+    IMAGE,
+    'ip',
+    '-o',
+    'link',
+    'show',
+    'net1',
+  );
+  expect(r.exitCode, `${r.stdout}\n${r.stderr}`).toBe(0);
+  expect(r.stdout).toContain(`link/ether ${mac}`);
+  expect((await link(node, 'eth3'))?.address).toBe(mac);
+  expect((await linkNames(node)).filter((n) => n.startsWith('fry'))).toEqual([]);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+});
