@@ -1,9 +1,12 @@
 /** ferryctl against a live ferryd: tables, --json, doctor on a healthy and on a corrupted store. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { addDevice } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
-import { useNetns } from '../fixtures/netns';
+import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
 
@@ -56,4 +59,80 @@ test('ferryctl says clearly when ferryd is down, and on bad usage', async (t) =>
   const bad = await ferryctl(ferryd, 'frobnicate');
   expect(bad.exitCode).toBe(2);
   expect(bad.stderr).toContain('unknown command "frobnicate"');
+});
+
+test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up after a dry run; devices and queue commands', async (t) => {
+  const mac = '02:fe:00:00:cc:01';
+  const { node, ferryd } = await useNode(t, {
+    // A long period: the test, not the reconciler, decides when things are repaired.
+    reconcile: { intervalSec: 3600 },
+    delegatedDevices: [{ mac, group: 'frontend' }],
+  });
+  const wire = await useNetns(t, 'wire');
+  await addDevice(node, wire, { name: 'eth4', mac }, 'w0');
+  await ferryctl(ferryd, 'reconcile');
+  expect((await ferryctl(ferryd, 'devices')).stdout).toMatch(/02:fe:00:00:cc:01\s+frontend\s+eth4\s+free/);
+
+  const withDevice = { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod') };
+  const conf = netConf(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } });
+  expect((await runShim(node, 'ADD', { ...withDevice, conf })).exitCode).toBe(0);
+  const doomed = await useNetns(t, 'pod');
+  const doomedId = newContainerId();
+  expect(
+    (await runShim(node, 'ADD', { containerId: doomedId, ifName: 'eth0', netns: doomed, conf: netConf(ferryd) }))
+      .exitCode,
+  ).toBe(0);
+  expect(await ferryctl(ferryd, 'doctor')).toMatchObject({ exitCode: 0 });
+
+  await removeNetns(doomed.name);
+  await inNetns(withDevice.netns, 'ip', 'link', 'set', 'net1', 'netns', node.path);
+  writeFileSync(join(ferryd.deleteQueue, 'not-an-entry.json'), '{}');
+  await ferryctl(ferryd, 'reconcile');
+  const sick = await ferryctl(ferryd, 'doctor', '--json');
+  expect(sick.exitCode).toBe(1);
+  const kinds = (JSON.parse(sick.stdout) as { violations: { kind: string; subject: string }[] }).violations.map(
+    (v) => v.kind,
+  );
+  expect(kinds).toEqual(expect.arrayContaining(['netns-missing', 'queue-failed']));
+  const queue = await ferryctl(ferryd, 'queue');
+  expect(queue.stdout).toContain('1 set aside');
+  expect(queue.stdout).toContain('"not-an-entry.json"');
+  const failed = (JSON.parse((await ferryctl(ferryd, 'queue', '--json')).stdout) as { failed: { file: string }[] })
+    .failed;
+  const retry = await ferryctl(ferryd, 'queue', 'retry', failed[0]?.file ?? '');
+  expect(retry.exitCode).toBe(1);
+  expect(retry.stderr).toContain('was not written by ferry-cni ("not-an-entry.json"); it cannot be retried');
+
+  const dry = await ferryctl(ferryd, 'gc');
+  expect(dry.exitCode).toBe(0);
+  expect(dry.stdout).toContain('dry run: 1 would be released');
+  expect((await ferryd.request('GET', `/v1/endpoints/${doomedId}`)).status).toBe(200);
+  expect((await ferryctl(ferryd, 'gc', '--apply')).stdout).toContain('released 1');
+  expect((await ferryd.request('GET', `/v1/endpoints/${doomedId}`)).status).toBe(404);
+
+  const reserve = await ferryctl(ferryd, 'devices', 'reserve', mac, '--namespace', 'shop', '--pod', 'db-0');
+  expect(reserve.stdout).toBe(`${mac} reserved for shop/db-0`);
+  expect((await ferryctl(ferryd, 'devices', 'unreserve', mac)).stdout).toBe(`${mac} not reserved`);
+  expect(await ferryctl(ferryd, 'health', '--ready')).toMatchObject({ exitCode: 0, stdout: 'ready' });
+});
+
+test('doctor catches a delegated device on the node while a live pod is recorded as holding it', async (t) => {
+  const mac = '02:fe:00:00:cc:02';
+  const { node, ferryd } = await useNode(t, {
+    reconcile: { intervalSec: 3600 },
+    delegatedDevices: [{ mac, group: 'frontend' }],
+  });
+  const wire = await useNetns(t, 'wire');
+  await addDevice(node, wire, { name: 'eth4', mac }, 'w0');
+  await ferryctl(ferryd, 'reconcile');
+  const pod = await useNetns(t, 'pod');
+  const conf = netConf(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } });
+  expect(
+    (await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf })).exitCode,
+  ).toBe(0);
+  // Moved out behind Ferry's back while the pod lives (no reconcile pass has seen it yet).
+  await inNetns(pod, 'ip', 'link', 'set', 'net1', 'netns', node.path);
+  const r = await ferryctl(ferryd, 'doctor');
+  expect(r.exitCode).toBe(1);
+  expect(r.stdout).toMatch(/device-misplaced\s+02:fe:00:00:cc:02\s+assigned to .*\/net1 but on the node/);
 });

@@ -3,11 +3,12 @@ import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import { type Harness, useApp } from './testing/harness';
 
+// A netns path that exists, so the node checks of the invariant report see a live pod.
 const attach = (containerId: string, ifName = 'eth0') => ({
   network: 'ferry',
   containerId,
   ifName,
-  netns: `/var/run/netns/${containerId}`,
+  netns: '/proc/self/ns/net',
   pod: { namespace: 'default', name: `pod-${containerId}`, uid: `uid-${containerId}` },
 });
 
@@ -50,7 +51,7 @@ test('allocate → commit → get → release round trip', async (t) => {
     ifName: 'eth0',
     endpointId: 'c1',
     nicType: 'InfraNIC',
-    netns: '/var/run/netns/c1',
+    netns: '/proc/self/ns/net',
     state: 'committed',
     mac: '0a:58:0a:f4:01:01',
     containerIfIndex: 2,
@@ -282,6 +283,40 @@ test('the TCP surface has no shim routes and checks bearer tokens', async (t) =>
   const admin = await h.app.inject({ method: 'DELETE', url: '/v1/operator/endpoints/c1', headers: auth(tokens.admin) });
   expect(admin.statusCode).toBe(200);
   expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+});
+
+test('operator GC lists endpoints whose netns is gone, or not kept, and releases them only with apply', async (t) => {
+  const h = await useApp(t);
+  await allocate(h, 'alive');
+  await h.app.inject({
+    method: 'POST',
+    url: '/v1/allocations',
+    payload: { ...attach('gone'), netns: '/var/run/netns/ferry-t-never' },
+  });
+  const dry = await h.app.inject({ method: 'POST', url: '/v1/operator/gc', payload: {} });
+  expect(dry.json()).toEqual({
+    applied: false,
+    candidates: [
+      {
+        containerId: 'gone',
+        ifName: 'eth0',
+        network: 'ferry',
+        netns: '/var/run/netns/ferry-t-never',
+        reason: 'netns-missing',
+      },
+    ],
+  });
+  const kept = await h.app.inject({ method: 'POST', url: '/v1/operator/gc', payload: { keep: ['gone'] } });
+  expect(kept.json().candidates.map((c: { containerId: string; reason: string }) => [c.containerId, c.reason])).toEqual(
+    [
+      ['alive', 'not-kept'],
+      ['gone', 'netns-missing'],
+    ],
+  );
+  expect((await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' })).json().endpoints).toHaveLength(2);
+  await h.app.inject({ method: 'POST', url: '/v1/operator/gc', payload: { apply: true } });
+  const left = (await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' })).json().endpoints;
+  expect(left.map((e: { containerId: string }) => e.containerId)).toEqual(['alive']);
 });
 
 test('invariants hold after normal use and report a corrupted store', async (t) => {

@@ -3,17 +3,21 @@
  * state. Also force-delete and reconcile-now. Read paths never change state.
  */
 
+import { existsSync } from 'node:fs';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type {
   AddressRecord,
   EndpointListQuery,
   InvariantReport,
+  OperatorGcRequest,
+  OperatorGcResult,
   PoolUsage,
   ReconcileResult,
 } from '@ferry/shared-types/api/operator';
 import type { QueueStatus } from '@ferry/shared-types/api/queue';
 import type { Inventory } from './devices/inventory';
+import type { NodeChecks } from './doctor/node-checks';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
 import { fromBigInt } from './ipam/cidr';
@@ -31,6 +35,7 @@ export interface OperatorDeps {
   invariants: Invariants;
   inventory: Inventory;
   drainer: Drainer;
+  nodeChecks: NodeChecks;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -134,8 +139,28 @@ export class Operator {
     return this.#d.drainer.status();
   }
 
-  invariants(): InvariantReport {
-    const violations = this.#d.invariants.check();
+  /** The store's invariants, then the node's (netns, devices, queue). */
+  async invariants(): Promise<InvariantReport> {
+    const violations = [...this.#d.invariants.check(), ...(await this.#d.nodeChecks.check())];
     return { ok: violations.length === 0, violations };
+  }
+
+  /**
+   * Operator GC: endpoints whose netns is gone, or (given `keep`) whose container is not listed. A dry
+   * run unless `apply`; applied, each is released like a DEL would (no netlink work: their netns is gone
+   * or their container is dead).
+   */
+  gc(req: OperatorGcRequest): OperatorGcResult {
+    const keep = req.keep ? new Set(req.keep) : undefined;
+    const candidates: OperatorGcResult['candidates'] = [];
+    for (const a of this.#d.endpoints.allAttachments()) {
+      if (req.network && a.network !== req.network) continue;
+      const reason =
+        keep && !keep.has(a.container_id) ? 'not-kept' : !existsSync(a.netns) ? 'netns-missing' : undefined;
+      if (reason)
+        candidates.push({ containerId: a.container_id, ifName: a.if_name, network: a.network, netns: a.netns, reason });
+    }
+    if (req.apply) for (const c of candidates) this.#d.attachments.release(c.containerId, c.network, c.ifName);
+    return { applied: req.apply, candidates };
   }
 }

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import type { FerrydConfig } from './config';
 import { Inventory } from './devices/inventory';
+import { NodeChecks } from './doctor/node-checks';
 import { Attachments } from './endpoints/attachments';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
@@ -44,7 +45,8 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const ipam = new Ipam(pools, config);
   const lifecycle = new Lifecycle();
   const attachments = new Attachments({ db, endpoints, devices, ipam, now });
-  const inventory = new Inventory({ db, devices, ip: new Ip(nodeRunner), config: config.delegatedDevices, log, now });
+  const ip = new Ip(nodeRunner);
+  const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, log, now });
   const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
   const reconciler = new Reconciler({
@@ -65,6 +67,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     invariants,
     inventory,
     drainer,
+    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip }),
     now,
     reconcile: () => reconciler.runOnce(),
   });

@@ -37,7 +37,12 @@ export class FerrydClient {
     return this.#target.url ?? `socket ${this.#target.socket}`;
   }
 
-  async call<T>(method: 'GET' | 'POST' | 'DELETE', path: string, schema: z.ZodMiniType<T>, body?: unknown): Promise<T> {
+  async call<T>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    schema: z.ZodMiniType<T>,
+    body?: unknown,
+  ): Promise<T> {
     let res: Dispatcher.ResponseData;
     try {
       res = await request(`${this.#origin}${path}`, {

@@ -6,17 +6,25 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { FerrydClient } from './client';
+import { cmdDevices } from './commands/devices';
 import { cmdDoctor } from './commands/doctor';
 import { cmdEndpoints } from './commands/endpoints';
+import { cmdGc } from './commands/gc';
+import { cmdHealth } from './commands/health';
 import { cmdIpam } from './commands/ipam';
+import { cmdQueue } from './commands/queue';
 import { cmdReconcile } from './commands/reconcile';
 import type { Context } from './context';
 
 const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   endpoints: cmdEndpoints,
   ipam: cmdIpam,
+  devices: cmdDevices,
+  queue: cmdQueue,
+  gc: cmdGc,
   doctor: cmdDoctor,
   reconcile: cmdReconcile,
+  health: cmdHealth,
 };
 
 export const USAGE = `usage: ferryctl [--socket PATH | --url URL --token-file FILE] [--json] <command>
@@ -27,8 +35,18 @@ commands:
   endpoints delete <containerID>     force-delete its state and release its addresses
   ipam [pools]                       pools: size, assigned, cooling down, free, cooldown
   ipam addresses [--network NET] [--state Assigned|PendingRelease]
+  devices [list]                     delegated-NIC inventory: state, holder, reservation
+  devices reserve <mac> --namespace NS --pod POD [--ifname NAME]
+  devices unreserve <mac>
+  queue [list]                       delete queue: pending entries, and set-aside ones with reasons
+  queue retry <file>                 put a set-aside entry back (it is validated again)
+  gc [--network NET] [--keep ID,...] [--apply]
+                                     endpoints whose netns is gone (or not kept); dry run unless --apply
   reconcile                          run one reconcile pass now
-  doctor                             check ferryd's invariants; exit 1 on a violation
+  doctor                             check the store, the node and the queue; exit 1 on a violation
+  health [--ready]                   exit 0 when ferryd is alive (ready); for probes
+
+exit codes: 0 ok, 1 ferryd reported a problem (or doctor found one), 2 usage, 3 ferryd unreachable
 `;
 
 const OPTIONS = {
@@ -43,6 +61,10 @@ const OPTIONS = {
   'nic-type': { type: 'string' },
   state: { type: 'string' },
   timeout: { type: 'string' },
+  ifname: { type: 'string' },
+  keep: { type: 'string' },
+  apply: { type: 'boolean' },
+  ready: { type: 'boolean' },
 } as const;
 
 export interface CtlIo {

@@ -82,6 +82,10 @@ export const ViolationSchema = z.strictObject({
     'attachment-without-interfaces',
     'address-outside-pool',
     'device-twice',
+    'netns-missing',
+    'device-misplaced',
+    'queue-failed',
+    'queue-stuck',
   ]),
   /** What it is about: an address, a containerId/ifName, a MAC. */
   subject: z.string(),
@@ -94,3 +98,27 @@ export const InvariantReportSchema = z.strictObject({
   violations: z.array(ViolationSchema),
 });
 export type InvariantReport = z.infer<typeof InvariantReportSchema>;
+
+/** Operator GC: what would go (dry run) or went. */
+export const OperatorGcRequestSchema = z.strictObject({
+  network: z.optional(NetworkNameSchema),
+  /** Container IDs that are alive (e.g. from `crictl pods -q`); anything else is a candidate. */
+  keep: z.optional(z.array(z.string())),
+  /** Without it nothing is released: the answer lists the candidates. */
+  apply: z._default(z.boolean(), false),
+});
+export type OperatorGcRequest = z.infer<typeof OperatorGcRequestSchema>;
+
+export const OperatorGcResultSchema = z.strictObject({
+  applied: z.boolean(),
+  candidates: z.array(
+    z.strictObject({
+      containerId: z.string(),
+      ifName: z.string(),
+      network: z.string(),
+      netns: z.string(),
+      reason: z.enum(['netns-missing', 'not-kept']),
+    }),
+  ),
+});
+export type OperatorGcResult = z.infer<typeof OperatorGcResultSchema>;

@@ -2,6 +2,8 @@ import {
   AddressListQuerySchema,
   AddressListSchema,
   InvariantReportSchema,
+  OperatorGcRequestSchema,
+  OperatorGcResultSchema,
   PoolListSchema,
   ReconcileResultSchema,
 } from '@ferry/shared-types/api/operator';
@@ -9,7 +11,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
 import { errors } from './errors';
 
-/** Pool usage, per-address state, reconcile-now and the invariant check. */
+/** Pool usage, per-address state, reconcile-now, the invariant check and operator GC. */
 export const operatorIpamRoutes: FastifyPluginAsyncZod<{ operator: Operator }> = async (app, { operator }) => {
   app.get(
     '/v1/operator/pools',
@@ -44,5 +46,21 @@ export const operatorIpamRoutes: FastifyPluginAsyncZod<{ operator: Operator }> =
       },
     },
     async () => operator.invariants(),
+  );
+
+  app.post(
+    '/v1/operator/gc',
+    {
+      schema: {
+        summary: 'Endpoints whose netns is gone (or whose container is not kept): listed, and released with apply',
+        body: OperatorGcRequestSchema,
+        response: { 200: OperatorGcResultSchema, ...errors },
+      },
+    },
+    async (req) => {
+      const r = operator.gc(req.body);
+      if (r.applied) req.log.warn({ released: r.candidates.length }, 'operator GC applied');
+      return r;
+    },
   );
 };

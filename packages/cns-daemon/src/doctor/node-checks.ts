@@ -1,0 +1,79 @@
+/**
+ * The invariants only the node can answer (ferryctl doctor shows them with the store's): every
+ * endpoint's netns exists, every assigned delegated device is in its pod and not on the node, and the
+ * delete queue is healthy (nothing set aside, nothing waiting for long).
+ */
+import { existsSync } from 'node:fs';
+import { type Ip, netnsAt, SELF, sameMac } from '@ferry/net';
+import type { Violation } from '@ferry/shared-types/api/operator';
+import type { Drainer } from '../queue/drainer';
+import type { DeviceStore } from '../store/devices';
+import type { EndpointStore } from '../store/endpoints';
+
+/** A pending entry older than this means the queue is not being drained. */
+export const QUEUE_STUCK_SEC = 60;
+
+export interface NodeChecksDeps {
+  endpoints: EndpointStore;
+  devices: DeviceStore;
+  drainer: Drainer;
+  ip: Ip;
+}
+
+export class NodeChecks {
+  readonly #d: NodeChecksDeps;
+
+  constructor(deps: NodeChecksDeps) {
+    this.#d = deps;
+  }
+
+  async check(): Promise<Violation[]> {
+    const out: Violation[] = [];
+    const netnsOf = new Map<string, string>();
+    for (const a of this.#d.endpoints.allAttachments()) {
+      netnsOf.set(a.container_id, a.netns);
+      if (!existsSync(a.netns)) {
+        out.push({
+          kind: 'netns-missing',
+          subject: `${a.container_id}/${a.if_name}`,
+          msg: `netns ${a.netns} does not exist`,
+        });
+      }
+    }
+    const assigned = this.#d.devices.all().filter((d) => d.interface_id !== null && d.attachment_state === 'committed');
+    if (assigned.length > 0) {
+      const onNode = await this.#d.ip.listLinks(SELF);
+      for (const dev of assigned) {
+        const subject = dev.mac;
+        if (onNode.some((l) => sameMac(l.address, dev.mac))) {
+          out.push({
+            kind: 'device-misplaced',
+            subject,
+            msg: `assigned to ${dev.container_id}/${dev.if_name} but on the node`,
+          });
+          continue;
+        }
+        const netns = dev.container_id ? netnsOf.get(dev.container_id) : undefined;
+        if (!netns || !existsSync(netns)) continue;
+        const inPod = await this.#d.ip.listLinks(netnsAt(netns)).catch(() => []);
+        if (!inPod.some((l) => sameMac(l.address, dev.mac))) {
+          out.push({
+            kind: 'device-misplaced',
+            subject,
+            msg: `not in ${netns}, where ${dev.container_id}/${dev.if_name} has it`,
+          });
+        }
+      }
+    }
+    const q = this.#d.drainer.status();
+    for (const f of q.failed) out.push({ kind: 'queue-failed', subject: f.file, msg: `set aside: ${f.reason}` });
+    if (q.oldestAgeSec > QUEUE_STUCK_SEC) {
+      out.push({
+        kind: 'queue-stuck',
+        subject: q.dir,
+        msg: `${q.pending.length} pending, oldest ${Math.round(q.oldestAgeSec)} s`,
+      });
+    }
+    return out;
+  }
+}
