@@ -11,6 +11,7 @@ import { cmdDoctor } from './commands/doctor';
 import { cmdEndpoints } from './commands/endpoints';
 import { cmdGc } from './commands/gc';
 import { cmdHealth } from './commands/health';
+import { cmdInstall } from './commands/install';
 import { cmdIpam } from './commands/ipam';
 import { cmdQueue } from './commands/queue';
 import { cmdReconcile } from './commands/reconcile';
@@ -25,6 +26,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   doctor: cmdDoctor,
   reconcile: cmdReconcile,
   health: cmdHealth,
+  install: cmdInstall,
 };
 
 export const USAGE = `usage: ferryctl [--socket PATH | --url URL --token-file FILE] [--json] <command>
@@ -45,6 +47,11 @@ commands:
   reconcile                          run one reconcile pass now
   doctor                             check the store, the node and the queue; exit 1 on a violation
   health [--ready]                   exit 0 when ferryd is alive (ready); for probes
+  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
+          [--ferryd-config-template F --ferryd-config-out F --node NAME
+           [--api-server URL] [--api-token-file F] [--api-ca-file F]]
+                                     the DaemonSet's init step: install ferry-cni and the conflist
+                                     atomically, render ferryd's config with the node's pod CIDRs
 
 exit codes: 0 ok, 1 ferryd reported a problem (or doctor found one), 2 usage, 3 ferryd unreachable
 `;
@@ -65,6 +72,16 @@ const OPTIONS = {
   keep: { type: 'string' },
   apply: { type: 'boolean' },
   ready: { type: 'boolean' },
+  shim: { type: 'string' },
+  'cni-bin-dir': { type: 'string' },
+  conflist: { type: 'string' },
+  'cni-conf-dir': { type: 'string' },
+  'ferryd-config-template': { type: 'string' },
+  'ferryd-config-out': { type: 'string' },
+  node: { type: 'string' },
+  'api-server': { type: 'string' },
+  'api-token-file': { type: 'string' },
+  'api-ca-file': { type: 'string' },
 } as const;
 
 export interface CtlIo {

@@ -15,6 +15,7 @@ export * from './cni/names';
 export * from './cni/result';
 export * from './cni/validate';
 export * from './cni/versions';
+export * from './config/ferryd';
 export * from './errors';
 export * from './nic';
 export * from './parse';

@@ -1,0 +1,54 @@
+/**
+ * This node's pod CIDRs from the Kubernetes API (spec.podCIDRs), with the pod's service-account token:
+ * the only API call Ferry makes, hence the ClusterRole that may `get` nodes and nothing else.
+ */
+import { readFileSync } from 'node:fs';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { Agent, request } from 'undici';
+import * as z from 'zod/mini';
+
+const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+const NodeSchema = z.looseObject({
+  spec: z.optional(z.looseObject({ podCIDR: z.optional(z.string()), podCIDRs: z.optional(z.array(z.string())) })),
+});
+
+export interface ApiAccess {
+  /** https://host:port; in a pod, from KUBERNETES_SERVICE_HOST/PORT. */
+  server: string;
+  tokenFile?: string;
+  caFile?: string;
+}
+
+export function inClusterAccess(env: NodeJS.ProcessEnv, overrides: Partial<ApiAccess>): ApiAccess {
+  const server =
+    overrides.server ??
+    (env.KUBERNETES_SERVICE_HOST
+      ? `https://${env.KUBERNETES_SERVICE_HOST}:${env.KUBERNETES_SERVICE_PORT ?? '443'}`
+      : undefined);
+  if (!server) throw new CniError(Code.InvalidConfig, 'install: no API server (not in a pod, and no --api-server)');
+  return { server, tokenFile: overrides.tokenFile ?? `${SA}/token`, caFile: overrides.caFile ?? `${SA}/ca.crt` };
+}
+
+export async function podCidrsOf(node: string, api: ApiAccess): Promise<{ v4?: string; v6?: string }> {
+  const token = api.tokenFile ? readFileSync(api.tokenFile, 'utf8').trim() : undefined;
+  const ca = api.server.startsWith('https:') && api.caFile ? readFileSync(api.caFile, 'utf8') : undefined;
+  const dispatcher = new Agent({ connect: { ...(ca ? { ca } : {}) }, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  try {
+    const res = await request(`${api.server}/api/v1/nodes/${encodeURIComponent(node)}`, {
+      dispatcher,
+      headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) {
+      throw new CniError(Code.NotFound, `install: get node ${node}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+    }
+    const spec = NodeSchema.parse(JSON.parse(text)).spec;
+    const cidrs = spec?.podCIDRs ?? (spec?.podCIDR ? [spec.podCIDR] : []);
+    const v4 = cidrs.find((c) => !c.includes(':'));
+    const v6 = cidrs.find((c) => c.includes(':'));
+    return { ...(v4 ? { v4 } : {}), ...(v6 ? { v6 } : {}) };
+  } finally {
+    await dispatcher.close();
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * deploy/: the manifests parse and validate against the Kubernetes schemas (kubernetes-models), hang
+ * together (mounts name volumes, probes and the install step call commands ferryctl has), and carry a
+ * conflist and a ferryd config template that Ferry's own schemas accept. No cluster runs here.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { NetConfSchema } from '@ferry/shared-types/cni/config';
+import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
+import { execa } from 'execa';
+import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
+import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
+import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Namespace } from 'kubernetes-models/v1/Namespace';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { expect, test } from 'vitest';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { DIST_BIN, ROOT } from '../fixtures/paths';
+
+const DEPLOY = join(ROOT, 'deploy');
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'v1/Namespace': Namespace,
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/ConfigMap': ConfigMap,
+  'apps/v1/DaemonSet': DaemonSet,
+  'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
+  'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+};
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [k: string]: unknown;
+}
+
+function manifests(): { file: string; obj: K8sObject }[] {
+  const out: { file: string; obj: K8sObject }[] = [];
+  for (const file of readdirSync(DEPLOY).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')) {
+    for (const doc of parseAllDocuments(readFileSync(join(DEPLOY, file), 'utf8'))) {
+      expect(doc.errors, file).toEqual([]);
+      out.push({ file, obj: doc.toJSON() as K8sObject });
+    }
+  }
+  return out;
+}
+
+test('every manifest validates against its Kubernetes schema, and the kustomization lists them all', () => {
+  const all = manifests();
+  expect(all.map((m) => `${m.obj.kind}/${m.obj.metadata.name}`).sort()).toEqual([
+    'ClusterRole/ferry-node-reader',
+    'ClusterRoleBinding/ferry-node-reader',
+    'ConfigMap/ferry-config',
+    'DaemonSet/ferryd',
+    'Namespace/ferry-system',
+    'ServiceAccount/ferry',
+  ]);
+  for (const { file, obj } of all) {
+    const Model = MODELS[`${obj.apiVersion}/${obj.kind}`];
+    expect(Model, `${file}: ${obj.apiVersion} ${obj.kind} has a model`).toBeDefined();
+    expect(
+      () => new (Model as NonNullable<typeof Model>)(obj as never).validate(),
+      `${file} ${obj.kind}`,
+    ).not.toThrow();
+    if (obj.kind !== 'Namespace' && !obj.kind.startsWith('Cluster'))
+      expect(obj.metadata.namespace, file).toBe('ferry-system');
+  }
+  const kustomization = parseYaml(readFileSync(join(DEPLOY, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+  expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
+});
+
+test('the RBAC is least privilege: get nodes, nothing else', () => {
+  const role = manifests().find((m) => m.obj.kind === 'ClusterRole')?.obj as unknown as { rules: unknown[] };
+  expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
+});
+
+test('the DaemonSet hangs together: mounts, probes, host paths, and an install step ferryctl understands', async () => {
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as {
+    spec: { template: { spec: Record<string, any> } };
+  };
+  const pod = ds.spec.template.spec;
+  expect(pod.hostNetwork).toBe(true);
+  const volumes = new Set(pod.volumes.map((v: { name: string }) => v.name));
+  for (const c of [...pod.initContainers, ...pod.containers]) {
+    for (const m of c.volumeMounts) expect(volumes.has(m.name), `${c.name} mounts ${m.name}`).toBe(true);
+    expect(c.lifecycle?.preStop, `${c.name} has no preStop hook (nothing may remove the conflist)`).toBeUndefined();
+  }
+  const hostPaths = pod.volumes.flatMap((v: { hostPath?: { path: string } }) => (v.hostPath ? [v.hostPath.path] : []));
+  expect(hostPaths).toEqual(
+    expect.arrayContaining(['/opt/cni/bin', '/etc/cni/net.d', '/run/ferry', '/var/lib/ferry', '/var/run/netns']),
+  );
+  const ferryd = pod.containers.find((c: { name: string }) => c.name === 'ferryd');
+  expect(ferryd.livenessProbe.exec.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
+  expect(ferryd.readinessProbe.exec.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
+
+  // The install command line, as written, is one ferryctl accepts (no flag it does not know).
+  const install = pod.initContainers.find((c: { name: string }) => c.name === 'install').command as string[];
+  expect(install.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryctl', 'install']);
+  const flags = install.slice(2).filter((a) => a !== '--node=$(NODE_NAME)');
+  const dry = await execa(`${DIST_BIN}/ferryctl`, ['install', ...flags.map((f) => f.replace(/=.*/, '=/nonexistent'))], {
+    reject: false,
+  });
+  expect(dry.stderr).not.toMatch(/Unknown option/);
+});
+
+test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas", () => {
+  const cm = manifests().find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
+  const conflist = JSON.parse(cm.data['10-ferry.conflist'] ?? '') as {
+    cniVersion: string;
+    name: string;
+    plugins: Record<string, unknown>[];
+  };
+  const ferry = conflist.plugins.find((p) => p.type === 'ferry-cni');
+  expect(NetConfSchema.safeParse({ ...ferry, cniVersion: conflist.cniVersion, name: conflist.name }).success).toBe(
+    true,
+  );
+  const rendered = (cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24');
+  const parsed = FerrydConfigSchema.safeParse(parseYaml(rendered));
+  expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+});
