@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { execa } from 'execa';
-import { DaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
+import { DaemonSet, type IDaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -76,26 +76,25 @@ test('the RBAC is least privilege: get nodes, nothing else', () => {
 });
 
 test('the DaemonSet hangs together: mounts, probes, host paths, and an install step ferryctl understands', async () => {
-  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as {
-    spec: { template: { spec: Record<string, any> } };
-  };
-  const pod = ds.spec.template.spec;
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const pod = ds.spec?.template.spec;
+  if (!pod) throw new Error('the DaemonSet has no pod spec');
   expect(pod.hostNetwork).toBe(true);
-  const volumes = new Set(pod.volumes.map((v: { name: string }) => v.name));
-  for (const c of [...pod.initContainers, ...pod.containers]) {
-    for (const m of c.volumeMounts) expect(volumes.has(m.name), `${c.name} mounts ${m.name}`).toBe(true);
+  const volumes = new Set((pod.volumes ?? []).map((v) => v.name));
+  for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+    for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${c.name} mounts ${m.name}`).toBe(true);
     expect(c.lifecycle?.preStop, `${c.name} has no preStop hook (nothing may remove the conflist)`).toBeUndefined();
   }
-  const hostPaths = pod.volumes.flatMap((v: { hostPath?: { path: string } }) => (v.hostPath ? [v.hostPath.path] : []));
+  const hostPaths = (pod.volumes ?? []).flatMap((v) => (v.hostPath ? [v.hostPath.path] : []));
   expect(hostPaths).toEqual(
     expect.arrayContaining(['/opt/cni/bin', '/etc/cni/net.d', '/run/ferry', '/var/lib/ferry', '/var/run/netns']),
   );
-  const ferryd = pod.containers.find((c: { name: string }) => c.name === 'ferryd');
-  expect(ferryd.livenessProbe.exec.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
-  expect(ferryd.readinessProbe.exec.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
+  const ferryd = pod.containers.find((c) => c.name === 'ferryd');
+  expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
+  expect(ferryd?.readinessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
 
   // The install command line, as written, is one ferryctl accepts (no flag it does not know).
-  const install = pod.initContainers.find((c: { name: string }) => c.name === 'install').command as string[];
+  const install = pod.initContainers?.find((c) => c.name === 'install')?.command ?? [];
   expect(install.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryctl', 'install']);
   const flags = install.slice(2).filter((a) => a !== '--node=$(NODE_NAME)');
   const dry = await execa(`${DIST_BIN}/ferryctl`, ['install', ...flags.map((f) => f.replace(/=.*/, '=/nonexistent'))], {
