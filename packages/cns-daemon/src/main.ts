@@ -13,10 +13,12 @@ import { StartupError } from './errors';
 export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   let log: pino.Logger;
+  let graceMs: number;
   try {
     const flags = parseFlags(argv);
     const { config, file } = loadConfig(flags.config, env, flags.overrides);
     log = pino({ level: config.logLevel, base: { pid: process.pid, name: 'ferryd' } });
+    graceMs = config.shutdownGraceSec * 1000;
     log.info({ config: file ?? '(defaults)' }, 'ferryd starting');
     daemon = await startDaemon(config, { log, defaultMetrics: true, ...nativeBindingOption() });
   } catch (err) {
@@ -29,6 +31,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       log.info({ signal }, 'shutting down: refusing ADD, finishing in-flight requests');
+      // In-flight requests get shutdownGraceSec; after that ferryd goes anyway (the database is
+      // consistent at every commit, and shims queue what they cannot send).
+      const timer = setTimeout(() => {
+        log.warn({ graceMs }, 'shutdown grace period over: exiting with requests still open');
+        resolve();
+      }, graceMs);
+      timer.unref();
       daemon.stop().then(resolve, (err: unknown) => {
         log.error({ err }, 'shutdown failed');
         resolve();

@@ -4,10 +4,11 @@
  * kept and ignored, as the spec asks of plugins.
  */
 import * as z from 'zod/mini';
+import { doc } from '../doc';
 import { NetworkNameSchema } from './names';
 
 const Int = () => z.number().check(z.int());
-const AbsolutePath = z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));
+const absolutePath = () => z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));
 
 /** The well-known `dns` key (SPEC.md §1). */
 export const ConfDnsSchema = z.looseObject({
@@ -53,37 +54,51 @@ export type DelegatedNicsRequest = z.infer<typeof DelegatedNicsRequestSchema>;
 
 /** Time limits for talking to ferryd. Defaults live in the shim (see docs/configuration.md). */
 export const DaemonTimeoutsSchema = z.strictObject({
-  /** Connect timeout of one request. */
-  connectMs: z.optional(Int().check(z.minimum(1), z.maximum(60_000))),
-  /** Total deadline of one request, response included. */
-  requestMs: z.optional(Int().check(z.minimum(1), z.maximum(300_000))),
-  /** How long ADD waits for ferryd to become ready before failing with code 11. */
-  addWaitMs: z.optional(Int().check(z.minimum(0), z.maximum(300_000))),
-  /** How long DEL tries ferryd in total before it falls back to the delete queue. */
-  delWaitMs: z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
+  connectMs: doc(z.optional(Int().check(z.minimum(1), z.maximum(60_000))), 'Connect timeout of one request. Default: 1000.'),
+  requestMs: doc(
+    z.optional(Int().check(z.minimum(1), z.maximum(300_000))),
+    'Total deadline of one request, answer included. Default: 10000.',
+  ),
+  addWaitMs: doc(
+    z.optional(Int().check(z.minimum(0), z.maximum(300_000))),
+    'How long ADD waits for ferryd to become ready before failing with code 11. Default: 10000.',
+  ),
+  delWaitMs: doc(
+    z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
+    'How long DEL tries ferryd in all before it queues the DEL. Default: 5000.',
+  ),
 });
 export type DaemonTimeouts = z.infer<typeof DaemonTimeoutsSchema>;
 
 /** The network config as ferry-cni receives it on stdin. */
 export const NetConfSchema = z.looseObject({
-  cniVersion: z.string(),
-  name: NetworkNameSchema,
-  type: z.string(),
+  cniVersion: doc(z.string(), 'Spec version of this config; the result is printed in it (0.3.0 to 1.1.0).'),
+  name: doc(NetworkNameSchema.clone(), 'Network name: must be a network configured in ferryd.'),
+  type: doc(z.string(), 'The plugin: `ferry-cni`.'),
   args: z.optional(z.looseObject({})),
-  runtimeConfig: z.optional(RuntimeConfigSchema),
+  runtimeConfig: doc(z.optional(RuntimeConfigSchema), 'Capabilities the runtime passes; Ferry reads `mac`.'),
   prevResult: z.optional(z.nullable(z.looseObject({}))),
-  dns: z.optional(ConfDnsSchema),
-  ipam: z.optional(z.looseObject({ type: z.optional(z.string()) })),
+  dns: doc(z.optional(ConfDnsSchema), 'DNS for the result, when ferryd\'s network gives none.'),
+  ipam: doc(
+    z.optional(z.looseObject({ type: z.optional(z.string()) })),
+    'Not supported: Ferry allocates through ferryd, and a delegated IPAM is refused (code 2).',
+  ),
   ipMasq: z.optional(z.boolean()),
   // Ferry's keys (DESIGN.md "Entry points").
-  daemonSocket: z.optional(AbsolutePath),
-  logFile: z.optional(AbsolutePath),
-  logLevel: z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])),
-  deleteQueue: z.optional(AbsolutePath),
-  deleteQueueLimit: z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),
-  delegatedNICs: z.optional(DelegatedNicsRequestSchema),
-  mtu: z.optional(Int().check(z.minimum(68), z.maximum(65535))),
-  daemonTimeouts: z.optional(DaemonTimeoutsSchema),
+  daemonSocket: doc(z.optional(absolutePath()), "ferryd's socket. Default: /run/ferry/ferryd.sock."),
+  logFile: doc(z.optional(absolutePath()), 'Where the shim logs (JSON lines). Default: /var/log/ferry/cni.log.'),
+  logLevel: doc(z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])), 'Default: info.'),
+  deleteQueue: doc(
+    z.optional(absolutePath()),
+    "Where DELs are queued while ferryd is unreachable (ferryd's `deleteQueue`). Default: /var/lib/ferry/delete-queue.",
+  ),
+  deleteQueueLimit: doc(
+    z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),
+    'Entries the queue may hold; a DEL that finds it full fails (code 110) and is retried. Default: 1024.',
+  ),
+  delegatedNICs: doc(z.optional(DelegatedNicsRequestSchema), 'Delegated NICs for every pod: `{"group": "frontend", "count": 1}`.'),
+  mtu: doc(z.optional(Int().check(z.minimum(68), z.maximum(65535))), "MTU of the pod's InfraNIC (wins over ferryd's network `mtu`)."),
+  daemonTimeouts: doc(z.optional(DaemonTimeoutsSchema), 'Time limits for talking to ferryd.'),
   // GC (SPEC.md §2 "GC"); libcni sends both names (cni#1101).
   'cni.dev/valid-attachments': z.optional(z.array(GcAttachmentSchema)),
   'cni.dev/attachments': z.optional(z.array(GcAttachmentSchema)),
