@@ -10,7 +10,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
-import { exec, type Op, pool } from './lib/proc';
+import { exec, type Op, peakRssKiB, pool } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
 const PODS = Number(process.env.PODS ?? 200);
@@ -50,21 +50,35 @@ const REFERENCE: Impl = {
   }),
 };
 
-function op(impl: Impl, node: BenchNode, command: string, netns: string, i: number, prevResult?: string): Promise<Op> {
+function opArgs(impl: Impl, node: BenchNode, command: string, netns: string, i: number, prevResult?: string) {
   const conf = impl.conf(node);
   const stdin = prevResult ? JSON.stringify({ ...conf, prevResult: JSON.parse(prevResult) }) : JSON.stringify(conf);
-  return exec(
-    impl.argv,
-    {
-      PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-      CNI_COMMAND: command,
-      CNI_CONTAINERID: `bench${impl.name.length}x${i}`,
-      CNI_NETNS: netns,
-      CNI_IFNAME: 'eth0',
-      CNI_PATH: impl.cniPath,
-    },
-    stdin,
-  );
+  const env = {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: `bench${impl.name.length}x${i}`,
+    CNI_NETNS: netns,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: impl.cniPath,
+  };
+  return { env, stdin };
+}
+
+function op(impl: Impl, node: BenchNode, command: string, netns: string, i: number, prevResult?: string): Promise<Op> {
+  const { env, stdin } = opArgs(impl, node, command, netns, i, prevResult);
+  return exec(impl.argv, env, stdin);
+}
+
+/** The highest peak RSS over a few ADD/DEL pairs, in MiB. */
+async function peakRssMiB(impl: Impl, node: BenchNode, pods: string[]): Promise<number> {
+  let peak = 0;
+  for (const [i, p] of pods.entries()) {
+    for (const command of ['ADD', 'DEL']) {
+      const { env, stdin } = opArgs(impl, node, command, p, 500_000 + i);
+      peak = Math.max(peak, await peakRssKiB(impl.argv, env, stdin));
+    }
+  }
+  return peak / 1024;
 }
 
 function must(o: Op, what: string): Op {
@@ -80,6 +94,7 @@ interface Figures {
   c32: number[];
   burstAddMs: number;
   burstDelMs: number;
+  rssMiB: number;
 }
 
 async function measure(impl: Impl, node: BenchNode): Promise<Figures> {
@@ -111,7 +126,8 @@ async function measure(impl: Impl, node: BenchNode): Promise<Figures> {
     t0 = performance.now();
     await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'DEL', p, i), 'burst DEL')));
     const burstDelMs = performance.now() - t0;
-    return { add, check, del, c8, c32, burstAddMs, burstDelMs };
+    const rssMiB = await peakRssMiB(impl, node, pods.slice(0, 10));
+    return { add, check, del, c8, c32, burstAddMs, burstDelMs, rssMiB };
   } finally {
     dropPods(pods);
   }
@@ -145,15 +161,11 @@ async function inside(node: BenchNode): Promise<void> {
       row('ADD p50, 32 concurrent', median(f.c32), median(r.c32)),
       row(`${BURST}-pod burst ADD wall`, f.burstAddMs, r.burstAddMs, 0),
       row(`${BURST}-pod burst DEL wall`, f.burstDelMs, r.burstDelMs, 0),
-      row(
-        'peak RSS of one ADD (MiB)',
-        Math.max(...f.add.map((o) => o.maxRssKiB)) / 1024,
-        Math.max(...r.add.map((o) => o.maxRssKiB)) / 1024,
-      ),
+      row('peak RSS of one process (MiB)', f.rssMiB, r.rssMiB),
     ],
   );
   console.log(
-    '\nreference = bridge plugin exec, which execs host-local; ferry = ferry-cni exec (+ ferryd round trips).',
+    '\nreference = bridge (isGateway, ipMasq: the usual bridge conflist) exec, which execs host-local; ferry = ferry-cni exec (+ ferryd round trips).',
   );
 }
 

@@ -68,6 +68,9 @@ in_pod ip route show
 in_pod ip -6 route show default
 step "the pod pings the node (192.0.2.1)"
 in_pod ping -c 2 -W 1 192.0.2.1 | tail -2
+step "ferryctl endpoints: what ferryd holds"
+dist/bin/ferryctl --socket "$dir/run/ferryd.sock" endpoints
+dist/bin/ferryctl --socket "$dir/run/ferryd.sock" ipam
 
 step "CHECK with the ADD result as prevResult"
 cni CHECK "$(conf ",\"prevResult\":$result")" && echo "CHECK passed (exit 0, no output)"

@@ -1,14 +1,13 @@
 /// <reference types="bun-types" />
 /**
  * One plugin run as a runtime does it (fork + exec, CNI env, config on stdin), measured: wall time from
- * spawn to exit, the child's CPU time and peak RSS (Bun's resourceUsage of the exited child).
+ * spawn to exit and the CPU time of the child and the processes it waited for (Bun's resourceUsage).
  */
 export interface Op {
   exitCode: number;
   stdout: string;
   wallMs: number;
   cpuMs: number;
-  maxRssKiB: number;
 }
 
 export async function exec(argv: string[], env: Record<string, string>, stdin: string): Promise<Op> {
@@ -18,7 +17,23 @@ export async function exec(argv: string[], env: Record<string, string>, stdin: s
   const wallMs = performance.now() - t0;
   const ru = p.resourceUsage();
   const cpuUs = ru ? Number(ru.cpuTime.user + ru.cpuTime.system) : Number.NaN;
-  return { exitCode, stdout, wallMs, cpuMs: cpuUs / 1000, maxRssKiB: ru ? Number(ru.maxRSS) : Number.NaN };
+  return { exitCode, stdout, wallMs, cpuMs: cpuUs / 1000 };
+}
+
+/**
+ * Peak RSS of one run, in KiB, from GNU time (Debian package `time`): the kernel's ru_maxrss of exactly
+ * that process. Measured in runs of their own, because the extra exec would skew the timings.
+ */
+export async function peakRssKiB(argv: string[], env: Record<string, string>, stdin: string): Promise<number> {
+  const p = Bun.spawn({
+    cmd: ['/usr/bin/time', '-f', '%M', ...argv],
+    env,
+    stdin: new TextEncoder().encode(stdin),
+    stdout: 'ignore',
+    stderr: 'pipe',
+  });
+  const [err] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  return Number(err.trim().split('\n').at(-1));
 }
 
 export function sh(argv: string[]): string {
