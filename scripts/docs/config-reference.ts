@@ -2,9 +2,10 @@
  * docs/configuration.md, generated from the zod schemas (z.toJSONSchema) so that the reference cannot
  * drift from what ferryd and ferry-cni accept: every key, its type, default, limits and description.
  */
+
+import * as z from 'zod/mini';
 import { NetConfSchema } from '../../packages/shared-types/src/cni/config';
 import { FerrydConfigSchema } from '../../packages/shared-types/src/config/ferryd';
-import * as z from 'zod/mini';
 
 interface JsonSchema {
   type?: string | string[];

@@ -2,6 +2,7 @@
  * DelegatedNICs: host devices moved into pods and always brought home, through the real shim and a real
  * ferryd, with devices stood in by veth ends (there is no SR-IOV here).
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { addDevice, type TestDevice } from '../fixtures/device';
@@ -165,6 +166,41 @@ describe('DelegatedNIC DEL finds its device', () => {
     const del = await runShim(node, 'DEL', { ...call, netns: '' });
     expect(del.exitCode, del.stdout).toBe(0);
     expect(await ferryd.assignedAddresses()).toEqual([]);
+  });
+});
+
+describe('DelegatedNIC names', () => {
+  test('a pod that already has an interface named like the device still gets it, and it still goes home', async (t) => {
+    const { node, ferryd } = await useDeviceNode(t);
+    const pod = await useNetns(t, 'pod');
+    await inNetns(pod, 'ip', 'link', 'add', 'eth1', 'type', 'veth', 'peer', 'name', 'x1');
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: twoNics(ferryd) };
+    const add = await runShim(node, 'ADD', call);
+    expect(add.exitCode, add.stdout).toBe(0);
+    expect((await link(pod, 'net1'))?.address).toBe(DEVICES[0]?.mac);
+    expect((await link(pod, 'eth1'))?.address).not.toBe(DEVICES[0]?.mac);
+    const del = await runShim(node, 'DEL', call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    await expectHome(node, ferryd);
+    expect(await linkNames(pod)).toEqual(['eth1', 'lo', 'x1']);
+  });
+
+  test('a device that left the pod before DEL: DEL warns and succeeds', async (t) => {
+    const { node, ferryd } = await useDeviceNode(t);
+    const pod = await useNetns(t, 'pod');
+    const call = {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: twoNics(ferryd, { logLevel: 'debug' }),
+    };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    const wire = await useNetns(t, 'elsewhere');
+    await inNetns(pod, 'ip', 'link', 'set', 'net2', 'netns', wire.path);
+    const del = await runShim(node, 'DEL', call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    expect(readFileSync(`${ferryd.dir}/cni.log`, 'utf8')).toContain('delegated device is not in the pod netns');
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
   });
 });
 

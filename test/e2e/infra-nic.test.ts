@@ -119,6 +119,37 @@ describe('InfraNIC datapath', () => {
   });
 });
 
+describe('CHECK', () => {
+  test("finds what changed behind Ferry's back and lists all of it (code 109)", async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+    const add = await runShim(node, 'ADD', call);
+    expect(add.exitCode, add.stdout).toBe(0);
+    const withPrev = { ...call, conf: netConf(ferryd, { prevResult: add.json }) };
+    expect((await runShim(node, 'CHECK', withPrev)).exitCode).toBe(0);
+
+    await inNetns(pod, 'ip', 'addr', 'del', `${podAddress(add.json, 4)}/32`, 'dev', 'eth0');
+    await inNetns(pod, 'ip', '-6', 'route', 'del', 'default');
+    const hostVeth = (add.json as unknown as Result).interfaces[0]?.name ?? '';
+    await inNetns(node, 'ip', 'link', 'set', hostVeth, 'down');
+    const check = await runShim(node, 'CHECK', withPrev);
+    expect(check.exitCode).toBe(1);
+    expect(check.json).toMatchObject({ code: 109 });
+    const details = String(check.json?.details);
+    expect(details).toContain(`host veth ${hostVeth} is down`);
+    expect(details).toContain(`eth0 lacks address ${podAddress(add.json, 4)}/32`);
+    expect(details).toContain('route to ::/0 via fe80::ecee:eeff:feee:eeee is missing');
+
+    await runShim(node, 'DEL', call);
+    const gone = await runShim(node, 'CHECK', withPrev);
+    expect(gone.json).toMatchObject({
+      code: 109,
+      msg: expect.stringContaining('ferryd holds no record of this attachment'),
+    });
+  });
+});
+
 describe('DEL is idempotent', () => {
   test('DEL with no ADD, with an empty CNI_NETNS, and without prevResult exits 0', async (t) => {
     const { node, ferryd } = await useNode(t);

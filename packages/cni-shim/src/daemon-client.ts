@@ -10,6 +10,7 @@ import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import type { Logger } from './log';
 import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
@@ -146,7 +147,7 @@ export class DaemonClient {
       if (parsed.success) return parsed.data;
       throw new CniError(
         Code.DaemonProtocol,
-        `ferryd ${method} ${path}: unexpected answer: ${parsed.error.issues[0]?.message ?? ''}`,
+        `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(parsed.error)}`,
       );
     }
     const { CniErrorSchema } = await import('@ferry/shared-types/api/error');

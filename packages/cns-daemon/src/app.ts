@@ -5,6 +5,7 @@
  */
 import swagger from '@fastify/swagger';
 import { CniError, type CniErrorBody, Code } from '@ferry/shared-types/errors';
+import { describeIssue } from '@ferry/shared-types/parse';
 import Fastify, { type FastifyError, LogController } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
@@ -123,7 +124,7 @@ function toErrorBody(err: Error, reqId: string, log: Logger): CniErrorBody {
     const where = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';
     return {
       code: Code.InvalidConfig,
-      msg: `invalid request ${err.validationContext ?? 'input'}: ${where}: ${first?.message ?? 'invalid'}`,
+      msg: `invalid request ${err.validationContext ?? 'input'}: ${where}: ${describeIssue(first ? { ...first.params, code: first.keyword, message: first.message } : undefined)}`,
     };
   }
   if (clientStatusOf(err) !== undefined) {

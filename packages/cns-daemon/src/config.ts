@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describePath } from '@ferry/shared-types/parse';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import { contains, familyOf, parseCidr, toBigInt } from './ipam/cidr';
 
@@ -95,11 +95,7 @@ function parseConfigText(text: string, file: string): Record<string, unknown> {
 export function validateConfig(raw: unknown, source: string): FerrydConfig {
   const r = FerrydConfigSchema.safeParse(raw);
   if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new CniError(
-      Code.InvalidConfig,
-      `config ${source}: ${issue ? describePath(issue.path) : '(root)'}: ${issue?.message ?? 'invalid'}`,
-    );
+    throw new CniError(Code.InvalidConfig, `config ${source}: ${describeFirstIssue(r.error)}`);
   }
   const config = r.data;
   const problem = crossCheck(config);

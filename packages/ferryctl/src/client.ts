@@ -2,9 +2,9 @@
  * ferryd's operator API over the unix socket (default) or the TCP listener with a bearer token.
  * undici 7 is the client (Node 20); every answer is parsed with the shared schemas.
  */
-
 import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import { Agent, type Dispatcher, request } from 'undici';
 import type * as z from 'zod/mini';
 
@@ -72,7 +72,7 @@ export class FerrydClient {
       if (r.success) return r.data;
       throw new CniError(
         Code.DaemonProtocol,
-        `ferryd ${method} ${path}: unexpected answer: ${r.error.issues[0]?.message}`,
+        `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(r.error)}`,
       );
     }
     const err = CniErrorSchema.safeParse(doc);

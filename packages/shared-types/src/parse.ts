@@ -11,14 +11,64 @@ export function describePath(path: readonly PropertyKey[]): string {
   return out || '(root)';
 }
 
+/** The parts of a zod issue (or of fastify's copy of one) that say what was wrong. */
+export interface IssueLike {
+  code?: string;
+  message?: string;
+  expected?: unknown;
+  minimum?: unknown;
+  maximum?: unknown;
+  origin?: unknown;
+  format?: unknown;
+  keys?: unknown;
+  values?: unknown;
+}
+
+const GENERIC = 'Invalid input';
+
 /**
- * Parses `input` with `schema`, or throws a CniError with `code` whose message names `what` and the
- * first offending field, e.g. `invalid network config: delegatedNICs.count: expected int`.
+ * Says what was wrong in plain words. zod/mini leaves its locale out (building it would cost every
+ * shim start), so its own messages are all "Invalid input"; the issue's fields say more.
+ */
+export function describeIssue(issue: IssueLike | undefined): string {
+  if (!issue) return 'invalid';
+  if (issue.message && issue.message !== GENERIC) return issue.message;
+  const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)).join(', ') : String(v));
+  const size = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : '';
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected === 'never' ? 'unexpected field' : `expected ${String(issue.expected)}`;
+    case 'too_small':
+      return `must be at least ${String(issue.minimum)}${size}`;
+    case 'too_big':
+      return `must be at most ${String(issue.maximum)}${size}`;
+    case 'invalid_format':
+      return `not a valid ${String(issue.format)}`;
+    case 'unrecognized_keys':
+      return `unknown field ${list(issue.keys)}`;
+    case 'invalid_value':
+      return `must be one of ${list(issue.values)}`;
+    case 'invalid_union':
+      return 'matches none of the accepted forms';
+    default:
+      return issue.message ?? 'invalid';
+  }
+}
+
+/** `field.path: what was wrong` for the first issue of a failed parse. */
+export function describeFirstIssue(error: {
+  issues: readonly (IssueLike & { path: readonly PropertyKey[] })[];
+}): string {
+  const issue = error.issues[0];
+  return `${issue ? describePath(issue.path) : '(root)'}: ${describeIssue(issue)}`;
+}
+
+/**
+ * Parses `input` with `schema`, or throws a CniError with `code` whose message names `what`, the first
+ * offending field and the problem, e.g. `invalid network config: delegatedNICs.count: must be at least 1`.
  */
 export function parseAs<T>(schema: z.ZodMiniType<T>, input: unknown, code: Code, what: string): T {
   const r = schema.safeParse(input);
   if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  const where = issue ? describePath(issue.path) : '(root)';
-  throw new CniError(code, `${what}: ${where}: ${issue?.message ?? 'invalid'}`);
+  throw new CniError(code, `${what}: ${describeFirstIssue(r.error)}`);
 }

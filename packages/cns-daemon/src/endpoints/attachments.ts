@@ -212,6 +212,7 @@ export class Attachments {
 
   /** Interface rows for the devices, named as reserved or net1, net2, …; each device assigned to its row. */
   #attachDevices(req: AllocateRequest, attachmentId: number, wanted: WantedDevice[]): void {
+    if (wanted.length === 0) return;
     const { endpoints, devices } = this.#d;
     const taken = new Set([req.ifName, ...endpoints.interfacesOfContainer(req.containerId).map((i) => i.if_name)]);
     let n = 1;

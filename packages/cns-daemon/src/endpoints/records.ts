@@ -2,6 +2,7 @@
 import type { AssignedAddress, PodRoute } from '@ferry/shared-types/api/common';
 import { AssignedAddressSchema, PodRouteSchema } from '@ferry/shared-types/api/common';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 import type { Ipam } from '../ipam/ipam';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
@@ -11,7 +12,7 @@ const AddressesSchema = z.array(AssignedAddressSchema);
 
 export function routesOf(row: InterfaceRow): PodRoute[] {
   const r = RoutesSchema.safeParse(JSON.parse(row.routes_json));
-  if (!r.success) throw new Error(`corrupt interfaces row ${row.id}: routes_json: ${r.error.issues[0]?.message}`);
+  if (!r.success) throw new Error(`corrupt interfaces row ${row.id}: routes_json: ${describeFirstIssue(r.error)}`);
   return r.data;
 }
 
@@ -21,7 +22,7 @@ export function addressesOf(network: string, row: InterfaceRow, ipam: Ipam): Ass
   if (!row.static_addresses_json) return pooled;
   const r = AddressesSchema.safeParse(JSON.parse(row.static_addresses_json));
   if (!r.success)
-    throw new Error(`corrupt interfaces row ${row.id}: static_addresses_json: ${r.error.issues[0]?.message}`);
+    throw new Error(`corrupt interfaces row ${row.id}: static_addresses_json: ${describeFirstIssue(r.error)}`);
   return [...pooled, ...r.data];
 }
 

@@ -33,7 +33,7 @@ import {
   type QueueStatus,
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describePath } from '@ferry/shared-types/parse';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import fsExt from 'fs-ext';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
@@ -333,8 +333,7 @@ export function readEntry(path: string): QueueEntry {
   }
   const r = QueueEntrySchema.safeParse(doc);
   if (!r.success) {
-    const i = r.error.issues[0];
-    throw new Error(`invalid entry: ${i ? describePath(i.path) : '(root)'}: ${i?.message ?? 'invalid'}`);
+    throw new Error(`invalid entry: ${describeFirstIssue(r.error)}`);
   }
   return r.data;
 }

@@ -2,6 +2,7 @@
  * Row schemas: rows come back from a file another process (or an older ferryd) may have written, so
  * they are parsed like any other input before they become domain types.
  */
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 
 const Int = z.number().check(z.int());
@@ -80,5 +81,5 @@ export type PoolRow = z.infer<typeof PoolRowSchema>;
 export function parseRow<T>(schema: z.ZodMiniType<T>, row: unknown, table: string): T {
   const r = schema.safeParse(row);
   if (r.success) return r.data;
-  throw new Error(`corrupt ${table} row ${JSON.stringify(row)}: ${r.error.issues[0]?.message ?? 'invalid'}`);
+  throw new Error(`corrupt ${table} row ${JSON.stringify(row)}: ${describeFirstIssue(r.error)}`);
 }

@@ -54,7 +54,10 @@ export type DelegatedNicsRequest = z.infer<typeof DelegatedNicsRequestSchema>;
 
 /** Time limits for talking to ferryd. Defaults live in the shim (see docs/configuration.md). */
 export const DaemonTimeoutsSchema = z.strictObject({
-  connectMs: doc(z.optional(Int().check(z.minimum(1), z.maximum(60_000))), 'Connect timeout of one request. Default: 1000.'),
+  connectMs: doc(
+    z.optional(Int().check(z.minimum(1), z.maximum(60_000))),
+    'Connect timeout of one request. Default: 1000.',
+  ),
   requestMs: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(300_000))),
     'Total deadline of one request, answer included. Default: 10000.',
@@ -78,7 +81,7 @@ export const NetConfSchema = z.looseObject({
   args: z.optional(z.looseObject({})),
   runtimeConfig: doc(z.optional(RuntimeConfigSchema), 'Capabilities the runtime passes; Ferry reads `mac`.'),
   prevResult: z.optional(z.nullable(z.looseObject({}))),
-  dns: doc(z.optional(ConfDnsSchema), 'DNS for the result, when ferryd\'s network gives none.'),
+  dns: doc(z.optional(ConfDnsSchema), "DNS for the result, when ferryd's network gives none."),
   ipam: doc(
     z.optional(z.looseObject({ type: z.optional(z.string()) })),
     'Not supported: Ferry allocates through ferryd, and a delegated IPAM is refused (code 2).',
@@ -96,8 +99,14 @@ export const NetConfSchema = z.looseObject({
     z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),
     'Entries the queue may hold; a DEL that finds it full fails (code 110) and is retried. Default: 1024.',
   ),
-  delegatedNICs: doc(z.optional(DelegatedNicsRequestSchema), 'Delegated NICs for every pod: `{"group": "frontend", "count": 1}`.'),
-  mtu: doc(z.optional(Int().check(z.minimum(68), z.maximum(65535))), "MTU of the pod's InfraNIC (wins over ferryd's network `mtu`)."),
+  delegatedNICs: doc(
+    z.optional(DelegatedNicsRequestSchema),
+    'Delegated NICs for every pod: `{"group": "frontend", "count": 1}`.',
+  ),
+  mtu: doc(
+    z.optional(Int().check(z.minimum(68), z.maximum(65535))),
+    "MTU of the pod's InfraNIC (wins over ferryd's network `mtu`).",
+  ),
   daemonTimeouts: doc(z.optional(DaemonTimeoutsSchema), 'Time limits for talking to ferryd.'),
   // GC (SPEC.md §2 "GC"); libcni sends both names (cni#1101).
   'cni.dev/valid-attachments': z.optional(z.array(GcAttachmentSchema)),

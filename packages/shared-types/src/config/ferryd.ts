@@ -14,8 +14,8 @@ const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
 
 const RouteConfigSchema = z.strictObject({
-  dst: doc(cidr(), 'Destination prefix, in the pool\'s family.'),
-  gw: doc(z.optional(ip()), 'Next hop; default: the pod\'s link-local gateway.'),
+  dst: doc(cidr(), "Destination prefix, in the pool's family."),
+  gw: doc(z.optional(ip()), "Next hop; default: the pod's link-local gateway."),
 });
 
 /** One address family of a network's pool. */
@@ -54,7 +54,7 @@ export const DelegatedDeviceConfigSchema = z.strictObject({
   mac: doc(z.optional(z.mac()), "The device's MAC: how it is found whatever its name."),
   namePattern: doc(
     z.optional(z.string()),
-    'Or a regular expression over the node\'s interface names; a match joins the inventory under the name it has then.',
+    "Or a regular expression over the node's interface names; a match joins the inventory under the name it has then.",
   ),
   group: doc(NetworkNameSchema.clone(), 'The group a network config asks for (`delegatedNICs.group`).'),
   nicType: doc(
@@ -74,11 +74,17 @@ export const TcpListenerConfigSchema = z.strictObject({
 });
 
 export const FerrydConfigSchema = z.strictObject({
-  socket: doc(z._default(absolutePath(), '/run/ferry/ferryd.sock'), 'Unix socket for the shim and operators (dir 0700, socket 0600).'),
-  database: doc(z._default(absolutePath(), '/var/lib/ferry/ferry.db'), 'SQLite database (WAL); one ferryd per file, enforced by `<database>.lock`.'),
+  socket: doc(
+    z._default(absolutePath(), '/run/ferry/ferryd.sock'),
+    'Unix socket for the shim and operators (dir 0700, socket 0600).',
+  ),
+  database: doc(
+    z._default(absolutePath(), '/var/lib/ferry/ferry.db'),
+    'SQLite database (WAL); one ferryd per file, enforced by `<database>.lock`.',
+  ),
   deleteQueue: doc(
     z._default(absolutePath(), '/var/lib/ferry/delete-queue'),
-    'Where ferry-cni queues DELs while ferryd is unreachable; must be the conflist\'s `deleteQueue`.',
+    "Where ferry-cni queues DELs while ferryd is unreachable; must be the conflist's `deleteQueue`.",
   ),
   logLevel: doc(
     z._default(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'),
@@ -93,7 +99,10 @@ export const FerrydConfigSchema = z.strictObject({
     z._default(z.array(DelegatedDeviceConfigSchema), []),
     'Host devices that may be delegated to pods (DelegatedNICs).',
   ),
-  tcp: doc(z.optional(TcpListenerConfigSchema), 'Optional TCP listener for operators (off by default), behind bearer tokens.'),
+  tcp: doc(
+    z.optional(TcpListenerConfigSchema),
+    'Optional TCP listener for operators (off by default), behind bearer tokens.',
+  ),
   reconcile: doc(
     z._default(
       z.strictObject({

@@ -1,0 +1,59 @@
+/** ferryd's optional TCP listener for operators, on loopback, with ferryctl --url and bearer tokens. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { expect, test } from 'vitest';
+import { useNode } from '../fixtures/node';
+import { DIST_BIN } from '../fixtures/paths';
+import { useTmpDir } from '../fixtures/tmp';
+
+test('read token may read, admin token may change state, no token gets 401, and no shim route is there', async (t) => {
+  const dir = useTmpDir(t, 'tokens');
+  writeFileSync(join(dir, 'read'), 'r-0123456789abcdef');
+  writeFileSync(join(dir, 'admin'), 'a-0123456789abcdef');
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  // The node namespace's loopback: the listener is reachable only from inside it.
+  const { node } = await useNode(t, {
+    tcp: { host: '127.0.0.1', port, tokenFile: join(dir, 'read'), adminTokenFile: join(dir, 'admin') },
+  });
+  const ctl = (token: string, ...args: string[]) =>
+    execa(
+      'nsenter',
+      [
+        `--net=${node.path}`,
+        `${DIST_BIN}/ferryctl`,
+        '--url',
+        `http://127.0.0.1:${port}`,
+        '--token-file',
+        join(dir, token),
+        ...args,
+      ],
+      {
+        reject: false,
+      },
+    );
+  const curl = (path: string, method = 'GET') =>
+    execa(
+      'nsenter',
+      [
+        `--net=${node.path}`,
+        'node',
+        '-e',
+        `fetch('http://127.0.0.1:${port}${path}', { method: '${method}' }).then((r) => console.log(r.status))`,
+      ],
+      {
+        reject: false,
+      },
+    );
+
+  const pools = await ctl('read', 'ipam', '--json');
+  expect(pools.exitCode, pools.stderr).toBe(0);
+  expect(JSON.parse(pools.stdout).pools[0]).toMatchObject({ network: 'ferry', family: 4 });
+  const denied = await ctl('read', 'endpoints', 'delete', 'abc');
+  expect(denied.exitCode).toBe(1);
+  expect(denied.stderr).toContain('DELETE needs the admin token');
+  expect((await ctl('admin', 'endpoints', 'delete', 'abc')).exitCode).toBe(0);
+  expect((await curl('/v1/operator/pools')).stdout).toBe('401');
+  expect((await curl('/v1/allocations', 'POST')).stdout).toBe('404');
+  expect((await curl('/healthz')).stdout).toBe('200');
+});
