@@ -4,7 +4,16 @@
  * still goes home; endpoints whose netns vanished are released without any DEL.
  */
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
@@ -44,7 +53,9 @@ test('a queued DEL applied after a re-ADD of the same container and ifName leave
 
   // Same container, same ifName, added again; then the old entry shows up again (a late duplicate).
   expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
-  copyFileSync(saved, join(ferryd.deleteQueue, name));
+  // Put it back the way the shim writes: whole, by rename (ferryd may look the moment it appears).
+  copyFileSync(saved, join(ferryd.deleteQueue, '.tmp-copy'));
+  renameSync(join(ferryd.deleteQueue, '.tmp-copy'), join(ferryd.deleteQueue, name));
   await waitFor('the entry to be consumed', async () => !existsSync(join(ferryd.deleteQueue, name)));
   expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
   expect(ferryd.log()).toContain('queued DEL skipped: the endpoint was added again after it was queued');
