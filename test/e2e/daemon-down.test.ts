@@ -6,11 +6,10 @@
 import { readdirSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { addDevice, type TestDevice } from '../fixtures/device';
+import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import type { Ferryd } from '../fixtures/ferryd';
 import { linkNames, links } from '../fixtures/kernel';
 import { type TestNetns, useNetns } from '../fixtures/netns';
-import { useNode } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 
@@ -24,15 +23,11 @@ const deviceOf = (i: number): TestDevice => ({
 
 async function useBusyNode(t: Scope, pods: number) {
   const devices = Array.from({ length: pods }, (_, i) => deviceOf(i));
-  const { node, ferryd } = await useNode(t, {
+  const { node, ferryd } = await useNodeWithDevices(t, devices, {
     cooldownSec: 1,
     logLevel: 'info',
     reconcile: { intervalSec: 0.5, staleGraceSec: 3600 },
-    delegatedDevices: devices.map((d) => ({ mac: d.mac, group: 'frontend' })),
   });
-  const wire = await useNetns(t, 'wire');
-  for (const [i, d] of devices.entries()) await addDevice(node, wire, d, `w${i}`);
-  await ferryd.request('POST', '/v1/operator/reconcile');
   const netnses = await Promise.all(Array.from({ length: pods }, () => useNetns(t, 'pod')));
   const calls: ShimCall[] = netnses.map((pod) => ({
     containerId: newContainerId(),

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { addDevice, type TestDevice } from '../fixtures/device';
+import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import type { Ferryd } from '../fixtures/ferryd';
 import { link, linkNames } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
@@ -25,17 +25,7 @@ interface Device {
   assignedTo?: { containerId: string; ifName: string };
 }
 
-async function useDeviceNode(t: Scope, config: Record<string, unknown> = {}) {
-  const { node, ferryd } = await useNode(t, {
-    delegatedDevices: DEVICES.map((d) => ({ mac: d.mac, group: 'frontend' })),
-    reconcile: { intervalSec: 0.2 },
-    ...config,
-  });
-  const wire = await useNetns(t, 'wire');
-  for (const [i, d] of DEVICES.entries()) await addDevice(node, wire, d, `wire${i}`);
-  await ferryd.request('POST', '/v1/operator/reconcile');
-  return { node, ferryd, wire };
-}
+const useDeviceNode = (t: Scope) => useNodeWithDevices(t, DEVICES, { reconcile: { intervalSec: 0.2 } });
 
 async function devices(ferryd: Ferryd): Promise<Device[]> {
   return ((await ferryd.request('GET', '/v1/operator/devices')).json as { devices: Device[] }).devices;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { addDevice } from '../fixtures/device';
+import { useNodeWithDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
@@ -63,14 +63,8 @@ test('ferryctl says clearly when ferryd is down, and on bad usage', async (t) =>
 
 test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up after a dry run; devices and queue commands', async (t) => {
   const mac = '02:fe:00:00:cc:01';
-  const { node, ferryd } = await useNode(t, {
-    // A long period: the test, not the reconciler, decides when things are repaired.
-    reconcile: { intervalSec: 3600 },
-    delegatedDevices: [{ mac, group: 'frontend' }],
-  });
-  const wire = await useNetns(t, 'wire');
-  await addDevice(node, wire, { name: 'eth4', mac }, 'w0');
-  await ferryctl(ferryd, 'reconcile');
+  // A long period: the test, not the reconciler, decides when things are repaired.
+  const { node, ferryd } = await useNodeWithDevices(t, [{ name: 'eth4', mac }], { reconcile: { intervalSec: 3600 } });
   expect((await ferryctl(ferryd, 'devices')).stdout).toMatch(/02:fe:00:00:cc:01\s+frontend\s+eth4\s+free/);
 
   const withDevice = { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod') };
@@ -118,13 +112,7 @@ test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up 
 
 test('doctor catches a delegated device on the node while a live pod is recorded as holding it', async (t) => {
   const mac = '02:fe:00:00:cc:02';
-  const { node, ferryd } = await useNode(t, {
-    reconcile: { intervalSec: 3600 },
-    delegatedDevices: [{ mac, group: 'frontend' }],
-  });
-  const wire = await useNetns(t, 'wire');
-  await addDevice(node, wire, { name: 'eth4', mac }, 'w0');
-  await ferryctl(ferryd, 'reconcile');
+  const { node, ferryd } = await useNodeWithDevices(t, [{ name: 'eth4', mac }], { reconcile: { intervalSec: 3600 } });
   const pod = await useNetns(t, 'pod');
   const conf = netConf(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } });
   expect(

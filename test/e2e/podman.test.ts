@@ -3,9 +3,8 @@
  * conflist. Connectivity is checked inside the test namespaces, and nothing is left after --rm.
  */
 import { expect, test } from 'vitest';
-import { addDevice } from '../fixtures/device';
+import { useNodeWithDevices } from '../fixtures/device';
 import { link, linkNames } from '../fixtures/kernel';
-import { useNetns } from '../fixtures/netns';
 import { NODE_IPV4, useNode } from '../fixtures/node';
 import { IMAGE, usePodman } from '../fixtures/podman';
 
@@ -68,10 +67,7 @@ test('podman run --rm on a Ferry network: an address from ferryd, the node and a
 
 test('podman run --rm with a delegated NIC: the container gets net1, the device comes home', async (t) => {
   const mac = '02:fe:00:00:bb:01';
-  const { node, ferryd } = await useNode(t, { delegatedDevices: [{ mac, group: 'frontend' }] });
-  const wire = await useNetns(t, 'wire');
-  await addDevice(node, wire, { name: 'eth3', mac }, 'w0');
-  await ferryd.request('POST', '/v1/operator/reconcile');
+  const { node, ferryd } = await useNodeWithDevices(t, [{ name: 'eth3', mac }]);
   const podman = await usePodman(
     t,
     node,

@@ -6,9 +6,9 @@
  * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
  * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { writeFileAtomically } from '@ferry/files';
 import { QUEUE_ENTRY_NAME_RE, QUEUE_ENTRY_VERSION, type QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 
@@ -38,25 +38,10 @@ export function writeEntry(dir: string, limit: number, entry: Omit<QueueEntry, '
       'ferryd is down and has not drained it; the runtime should retry',
     );
   }
-  const tmp = join(dir, `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
-  const fd = openSync(tmp, 'wx', 0o600);
-  try {
-    writeSync(fd, JSON.stringify({ version: QUEUE_ENTRY_VERSION, ...entry }));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  try {
-    renameSync(tmp, join(dir, name));
-  } catch (err) {
-    unlinkSync(tmp);
-    throw err;
-  }
-  const dirFd = openSync(dir, 'r');
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
+  // The temp file starts with .tmp-: ferryd's drain knows it for a write in progress.
+  writeFileAtomically(dir, name, JSON.stringify({ version: QUEUE_ENTRY_VERSION, ...entry }), {
+    mode: 0o600,
+    tempPrefix: '.tmp-',
+  });
   return name;
 }

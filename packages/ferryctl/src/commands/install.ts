@@ -7,6 +7,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { writeFileAtomically } from '@ferry/files';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -14,7 +15,6 @@ import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
 import type { Context } from '../context';
-import { writeAtomically } from '../install/atomic';
 import { inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
 
 const ConflistSchema = z.looseObject({
@@ -83,14 +83,14 @@ export async function cmdInstall(ctx: Context): Promise<number> {
   }
 
   mkdirSync(binDir, { recursive: true });
-  writeAtomically(binDir, 'ferry-cni', shimBytes, 0o755);
+  writeFileAtomically(binDir, 'ferry-cni', shimBytes, { mode: 0o755 });
   ctx.print(`installed ${binDir}/ferry-cni`);
   mkdirSync(confDir, { recursive: true });
-  writeAtomically(confDir, basename(conflistPath), conflistText, 0o644);
+  writeFileAtomically(confDir, basename(conflistPath), conflistText, { mode: 0o644 });
   ctx.print(`installed ${confDir}/${basename(conflistPath)}`);
   if (rendered !== undefined && out) {
     mkdirSync(dirname(out), { recursive: true });
-    writeAtomically(dirname(out), basename(out), rendered, 0o600);
+    writeFileAtomically(dirname(out), basename(out), rendered, { mode: 0o600 });
     ctx.print(`rendered ${out}`);
   }
   return 0;

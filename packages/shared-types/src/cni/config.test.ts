@@ -48,9 +48,18 @@ test.for([
 
 test.for([
   [{ ...base, mtu: '1500' }, 'invalid network config: mtu: expected number'],
-  [{ ...base, delegatedNICs: { group: 'frontend', count: 0 } }, 'invalid network config: delegatedNICs.count: must be at least 1'],
-  [{ ...base, delegatedNICs: { group: 'frontend', count: 1, extra: true } }, 'invalid network config: delegatedNICs: unknown field "extra"'],
-  [{ ...base, logLevel: 'loud' }, 'invalid network config: logLevel: must be one of "debug", "info", "warn", "error", "silent"'],
+  [
+    { ...base, delegatedNICs: { group: 'frontend', count: 0 } },
+    'invalid network config: delegatedNICs.count: must be at least 1',
+  ],
+  [
+    { ...base, delegatedNICs: { group: 'frontend', count: 1, extra: true } },
+    'invalid network config: delegatedNICs: unknown field "extra"',
+  ],
+  [
+    { ...base, logLevel: 'loud' },
+    'invalid network config: logLevel: must be one of "debug", "info", "warn", "error", "silent"',
+  ],
   [{ ...base, runtimeConfig: { mac: 'zz' } }, 'invalid network config: runtimeConfig.mac: not a valid mac'],
 ] as const)('the message says what was wrong, not just where: %j', ([input, msg]) => {
   expect(() => parse(input)).toThrow(msg);

@@ -1,0 +1,45 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface AtomicWriteOptions {
+  mode: number;
+  /** Start of the temp file's name in `dir` (readers of the directory may need to recognise it). */
+  tempPrefix?: string;
+}
+
+/**
+ * Writes `name` in `dir` so that readers see the old file or the new one, never a part: a temp file in
+ * the same directory, fsync, rename over the target, fsync of the directory (so the rename survives a
+ * crash). Replacing a running binary this way is safe; writing into it in place gives ETXTBSY, or a
+ * corrupt binary to the next exec. Throws on failure and leaves no temp file behind.
+ */
+export function writeFileAtomically(
+  dir: string,
+  name: string,
+  content: Uint8Array | string,
+  opts: AtomicWriteOptions,
+): void {
+  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${process.pid}-${randomBytes(4).toString('hex')}`);
+  const fd = openSync(tmp, 'wx', opts.mode);
+  try {
+    writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);
+    fsyncSync(fd);
+    closeSync(fd);
+    renameSync(tmp, join(dir, name));
+  } catch (err) {
+    try {
+      closeSync(fd);
+    } catch {
+      // Already closed.
+    }
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+}
