@@ -44,12 +44,14 @@ async function inside(node: BenchNode): Promise<void> {
   const pods = makePods(node, RUNS, 'p');
   const phases: number[][] = MARKS.map(() => []);
   const walls: number[] = [];
+  const cpus: number[] = [];
   try {
     for (const [i, pod] of pods.entries()) {
       rmSync(log, { force: true });
       const add = await exec([join(BIN, 'ferry-cni')], env('ADD', pod, i), JSON.stringify(conf));
       if (add.exitCode !== 0) throw new Error(`ADD failed: ${add.stdout}`);
       walls.push(add.wallMs);
+      cpus.push(add.cpuMs);
       const lines = readFileSync(log, 'utf8')
         .trim()
         .split('\n')
@@ -77,6 +79,7 @@ async function inside(node: BenchNode): Promise<void> {
       ...MARKS.map(([m, what], k) => [m, fmt(median(phases[k] ?? [])), what]),
       ['= in the process', fmt(inProcess), 'sum of the medians above'],
       ['whole exec (wall)', fmt(median(walls)), 'fork+exec to exit, as the runtime sees it'],
+      ['CPU of the exec', fmt(median(cpus)), 'user + system, the shim and the processes it ran'],
     ],
   );
 }

@@ -15,6 +15,8 @@ import { fmt, median, percentile, printTable } from './lib/stats';
 
 const PODS = Number(process.env.PODS ?? 200);
 const BURST = 110;
+/** Concurrency runs and bursts are repeated, alternating the plugins; medians are reported. */
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 interface Impl {
   name: string;
@@ -97,39 +99,58 @@ interface Figures {
   rssMiB: number;
 }
 
-async function measure(impl: Impl, node: BenchNode): Promise<Figures> {
-  const pods = makePods(node, Math.max(PODS, BURST), impl.name === 'ferry' ? 'f' : 'r');
+/**
+ * Both plugins step by step, alternating, so that a busy spell of the shared machine hits both alike:
+ * pod i's ADD by Ferry, then by the reference, and so on; concurrency runs and bursts alternate too,
+ * ROUNDS times each, and their medians are kept.
+ */
+async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
+  const impls = [FERRY, REFERENCE] as const;
+  const pods = impls.map((impl) => makePods(node, Math.max(PODS, BURST), impl === FERRY ? 'f' : 'r'));
+  const figures = impls.map(
+    (): Figures => ({ add: [], check: [], del: [], c8: [], c32: [], burstAddMs: 0, burstDelMs: 0, rssMiB: 0 }),
+  ) as [Figures, Figures];
   try {
-    const seq = pods.slice(0, PODS);
-    const add: Op[] = [];
-    for (const [i, p] of seq.entries()) add.push(must(await op(impl, node, 'ADD', p, i), `${impl.name} ADD`));
-    const check: Op[] = [];
-    for (const [i, p] of seq.entries())
-      check.push(must(await op(impl, node, 'CHECK', p, i, add[i]?.stdout), `${impl.name} CHECK`));
-    const del: Op[] = [];
-    for (const [i, p] of seq.entries())
-      del.push(must(await op(impl, node, 'DEL', p, i, add[i]?.stdout), `${impl.name} DEL`));
-
-    const concurrent = async (c: number) => {
-      const idx = seq.map((_, i) => i);
-      const adds = await pool(idx, c, async (i) => must(await op(impl, node, 'ADD', seq[i] as string, i), 'ADD'));
-      await pool(idx, c, async (i) => must(await op(impl, node, 'DEL', seq[i] as string, i), 'DEL'));
-      return adds.map((o) => o.wallMs);
-    };
-    const c8 = await concurrent(8);
-    const c32 = await concurrent(32);
-
-    const burst = pods.slice(0, BURST);
-    let t0 = performance.now();
-    await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'ADD', p, i), 'burst ADD')));
-    const burstAddMs = performance.now() - t0;
-    t0 = performance.now();
-    await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'DEL', p, i), 'burst DEL')));
-    const burstDelMs = performance.now() - t0;
-    const rssMiB = await peakRssMiB(impl, node, pods.slice(0, 10));
-    return { add, check, del, c8, c32, burstAddMs, burstDelMs, rssMiB };
+    for (const command of ['ADD', 'CHECK', 'DEL'] as const) {
+      for (let i = 0; i < PODS; i++) {
+        for (const [k, impl] of impls.entries()) {
+          const f = figures[k] as Figures;
+          const pod = pods[k]?.[i] as string;
+          const prev = command === 'ADD' ? undefined : f.add[i]?.stdout;
+          const o = must(await op(impl, node, command, pod, i, prev), `${impl.name} ${command}`);
+          (command === 'ADD' ? f.add : command === 'CHECK' ? f.check : f.del).push(o);
+        }
+      }
+    }
+    const bursts: number[][][] = impls.map(() => [[], []]);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [k, impl] of impls.entries()) {
+        const f = figures[k] as Figures;
+        const seq = (pods[k] ?? []).slice(0, PODS);
+        for (const c of [8, 32]) {
+          const idx = seq.map((_, i) => i);
+          const adds = await pool(idx, c, async (i) => must(await op(impl, node, 'ADD', seq[i] as string, i), 'ADD'));
+          await pool(idx, c, async (i) => must(await op(impl, node, 'DEL', seq[i] as string, i), 'DEL'));
+          (c === 8 ? f.c8 : f.c32).push(...adds.map((o) => o.wallMs));
+        }
+        const burst = (pods[k] ?? []).slice(0, BURST);
+        let t0 = performance.now();
+        await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'ADD', p, i), 'burst ADD')));
+        bursts[k]?.[0]?.push(performance.now() - t0);
+        t0 = performance.now();
+        await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'DEL', p, i), 'burst DEL')));
+        bursts[k]?.[1]?.push(performance.now() - t0);
+      }
+    }
+    for (const [k, impl] of impls.entries()) {
+      const f = figures[k] as Figures;
+      f.burstAddMs = median(bursts[k]?.[0] ?? []);
+      f.burstDelMs = median(bursts[k]?.[1] ?? []);
+      f.rssMiB = await peakRssMiB(impl, node, (pods[k] ?? []).slice(0, 10));
+    }
+    return figures;
   } finally {
-    dropPods(pods);
+    for (const p of pods) dropPods(p);
   }
 }
 
@@ -142,12 +163,11 @@ async function inside(node: BenchNode): Promise<void> {
     must(await op(impl, node, 'DEL', p as string, 999_999), 'warm-up DEL');
     dropPods([p as string]);
   }
-  const f = await measure(FERRY, node);
-  const r = await measure(REFERENCE, node);
+  const [f, r] = await measureBoth(node);
   const wall = (ops: Op[]) => ops.map((o) => o.wallMs);
   const row = (what: string, a: number, b: number, digits = 1) => [what, fmt(a, digits), fmt(b, digits), fmt(a / b, 2)];
   printTable(
-    `ferry-cni vs ${REFERENCE.name} (${PODS} pods sequential, medians unless said; ms)`,
+    `ferry-cni vs ${REFERENCE.name} (${PODS} pods sequential, alternating; concurrency and bursts: ${ROUNDS} rounds; medians; ms)`,
     ['measure', 'ferry', 'reference', 'ratio'],
     [
       row('ADD p50', median(wall(f.add)), median(wall(r.add))),

@@ -65,6 +65,9 @@ if (wants('ferry-cni')) {
     // The runtime's working directory is not ours: never read a .env or bunfig.toml from it.
     '--no-compile-autoload-dotenv',
     '--no-compile-autoload-bunfig',
+    // A shim lives for tens of milliseconds: JIT tiers cost CPU that never pays back. Ten times the
+    // tier-up thresholds cut CPU per ADD by a fifth here (bench/shim-phases.bench.ts, "CPU of the exec").
+    '--compile-jit-policy=10',
     '--outfile',
     join(bin, 'ferry-cni'),
   ]);
