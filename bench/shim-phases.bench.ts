@@ -18,7 +18,7 @@ const MARKS = [
   ['ferryd answered', 'allocate round trip'],
   ['veth pair created', 'host-side ip batch (veth pair born in the pod)'],
   ['node sysctls set', 'proxy_arp and forwarding sysctls'],
-  ['pod side configured', 'pod-side ip batch (nsenter + ip)'],
+  ['pod side configured', 'pod-side ip batch (ip -n, or nsenter for /proc paths)'],
   ['committed', 'commit round trip'],
   ['added', 'result'],
 ] as const;
