@@ -2,7 +2,7 @@
  * HTTP statuses for every catalog code. `satisfies Record<Code, number>` makes a new code fail to
  * compile until it has a status here.
  */
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { Code } from '@ferry/shared-types/errors';
 
 const STATUS_BY_NAME = {
   IncompatibleVersion: 400,
@@ -50,5 +50,3 @@ export class StartupError extends Error {
     this.name = 'StartupError';
   }
 }
-
-export { CniError, Code };

@@ -1,5 +1,5 @@
 import type * as z from 'zod/mini';
-import { type BatchLine, IpBatch, quoteBatchWord } from './batch';
+import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, NetError, type Runner, type RunResult } from './run';
 import {
@@ -161,5 +161,3 @@ export function toMainRoutes(routes: IpRoute[]): LinkRoute[] {
       family: r.dst.includes(':') || r.gateway?.includes(':') || r.pref !== undefined ? 6 : 4,
     }));
 }
-
-export { IpBatch };
