@@ -63,7 +63,7 @@ describe.for(['1.1.0', '0.4.0'])('DelegatedNIC, cniVersion %s', (cniVersion) => 
     expect(result.interfaces.map((i) => i.name).slice(1)).toEqual(['eth0', 'net1', 'net2']);
     expect(result.interfaces.slice(2).map((i) => i.mac)).toEqual(DEVICES.map((d) => d.mac));
     expect(await linkNames(pod)).toEqual(['eth0', 'lo', 'net1', 'net2']);
-    expect((await link(pod, 'net1'))?.ifalias).toBe('ferry:host-ifname=eth1');
+    expect((await link(pod, 'net1'))?.ifalias).toBe('ferry:host-ifname=eth1 attachment=eth0');
     expect(await linkNames(node)).not.toContain('eth1');
 
     const ep = (await ferryd.request('GET', `/v1/endpoints/${containerId}`)).json as {
@@ -129,7 +129,7 @@ describe('DelegatedNIC DEL finds its device', () => {
       msg: expect.stringContaining('return device 02:fe:00:00:00:01 to the node as "eth1": that name is taken'),
     });
     expect(await linkNames(pod)).toEqual(expect.arrayContaining(['net1']));
-    expect((await link(pod, 'net1'))?.ifalias).toBe('ferry:host-ifname=eth1');
+    expect((await link(pod, 'net1'))?.ifalias).toBe('ferry:host-ifname=eth1 attachment=eth0');
     expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
 
     await inNetns(node, 'ip', 'link', 'del', 'eth1');

@@ -3,7 +3,8 @@
  * together (mounts name volumes, probes and the install step call commands ferryctl has), and carry a
  * conflist and a ferryd config template that Ferry's own schemas accept. No cluster runs here.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
@@ -103,7 +104,7 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   expect(dry.stderr).not.toMatch(/Unknown option/);
 });
 
-test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas", () => {
+test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and ferryd's --check", async (t) => {
   const cm = manifests().find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
   const conflist = JSON.parse(cm.data['10-ferry.conflist'] ?? '') as {
     cniVersion: string;
@@ -117,4 +118,14 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas", ()
   const rendered = (cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24');
   const parsed = FerrydConfigSchema.safeParse(parseYaml(rendered));
   expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+  // The check-config init step, as the DaemonSet writes it, on the rendered config.
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const check = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'check-config')?.command ?? [];
+  expect(check.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryd', '--check']);
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-deploy-'));
+  t.onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'ferryd.yaml'), rendered);
+  const args = check.slice(1).map((a) => (a === '/run/ferry-config/ferryd.yaml' ? join(dir, 'ferryd.yaml') : a));
+  const r = await execa(`${DIST_BIN}/ferryd`, args, { reject: false });
+  expect(r.exitCode, r.stderr).toBe(0);
 });

@@ -1,6 +1,6 @@
 /**
  * The generated docs are what the code says: docs/configuration.md from the zod schemas, docs/api.md and
- * docs/openapi.json from ferryd's routes. `pnpm docs` rewrites them (this test with --update).
+ * docs/openapi.json from ferryd's routes. `pnpm run docs` rewrites them (this test with --update).
  */
 import { expect, test } from 'vitest';
 import { apiReference, openApiDocument } from '../../scripts/docs/api-reference';

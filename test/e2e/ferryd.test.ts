@@ -1,7 +1,7 @@
 /**
  * ferryd as a process: a real socket, a real database file, killed and restarted for real.
  */
-import { statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
@@ -144,6 +144,16 @@ describe('ferryd over its unix socket', () => {
     const r = await execa(`${DIST_BIN}/ferryd`, ['--config', file], { reject: false });
     expect(r.exitCode).toBe(1);
     expect(r.stderr).toContain('networks[0].ipv4.subnet: "10.0.0.1/24" has host bits set');
+    // --check says the same without starting anything, and accepts a good config.
+    const check = await execa(`${DIST_BIN}/ferryd`, ['--check', '--config', file], { reject: false });
+    expect(check.exitCode).toBe(1);
+    expect(check.stderr).toContain('has host bits set');
+    const socket = join(useTmpDir(t, 'check'), 'never.sock');
+    writeFileSync(file, JSON.stringify({ socket, networks: [{ name: 'x', ipv4: { subnet: '10.0.0.0/24' } }] }));
+    const ok = await execa(`${DIST_BIN}/ferryd`, ['--check', '--config', file], { reject: false });
+    expect(ok.exitCode, ok.stderr).toBe(0);
+    expect(ok.stdout).toBe(`ferryd: config ${file} is valid (networks: x)`);
+    expect(existsSync(socket)).toBe(false);
   });
 
   test('SIGTERM: ready turns false, the process exits 0', async (t) => {

@@ -5,7 +5,7 @@ import { resultSchemaFor } from '@ferry/shared-types/cni/result';
 import { SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { addresses, link, linkNames, ping, routes } from '../fixtures/kernel';
+import { addMacvlan, addresses, link, linkNames, links, ping, routes } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { NODE_IPV4, NODE_IPV6, useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
@@ -235,5 +235,79 @@ describe('ADD failures', () => {
     expect(r.json).toMatchObject({ code: 103 });
     expect(await linkNames(node)).toEqual(['lo']);
     expect(await ferryd.assignedAddresses()).toEqual([]);
+  });
+});
+
+describe('ADD failures leave nothing behind', () => {
+  test('the host side failing after the pair exists (IPv6 off on the node): code 103, no veth leaked', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    // New links in this node namespace get no IPv6: the host veth's gateway address is refused.
+    await inNetns(node, 'sysctl', '-qw', 'net.ipv6.conf.default.disable_ipv6=1');
+    const pod = await useNetns(t, 'pod');
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+    const r = await runShim(node, 'ADD', call);
+    expect(r.json).toMatchObject({ code: 103 });
+    expect(await linkNames(node)).toEqual(['lo']);
+    expect(await linkNames(pod)).toEqual(['lo']);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+    // The runtime retries in the same netns once the node is fixed: no stale "already exists".
+    await inNetns(node, 'sysctl', '-qw', 'net.ipv6.conf.default.disable_ipv6=0');
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  });
+
+  test('"File exists" from a host route is a route error (103), not the pod\'s interface name (102)', async (t) => {
+    const { node, ferryd } = await useNode(t, { networks: [{ name: 'ferry', ipv4: { subnet: '10.244.1.0/24' } }] });
+    // A stale route to the address ferryd hands out first.
+    await inNetns(node, 'ip', 'route', 'add', '10.244.1.1/32', 'dev', 'lo');
+    const pod = await useNetns(t, 'pod');
+    const r = await runShim(node, 'ADD', {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: netConf(ferryd),
+    });
+    expect(r.json).toMatchObject({ code: 103, msg: expect.stringContaining('route add 10.244.1.1/32') });
+    expect(await linkNames(node)).toEqual(['lo']);
+    expect(await linkNames(pod)).toEqual(['lo']);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+  });
+});
+
+describe('a second ADD of a live attachment', () => {
+  test('is refused with 105, in the same netns or another, and the live pod keeps everything', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    const other = await useNetns(t, 'pod');
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    const held = await ferryd.assignedAddresses();
+    const nodeLinks = await linkNames(node);
+    for (const netns of [pod, other]) {
+      const again = await runShim(node, 'ADD', { ...call, netns });
+      expect(again.json).toMatchObject({ code: 105, msg: expect.stringContaining('already set up') });
+    }
+    expect(await ferryd.assignedAddresses()).toEqual(held);
+    expect(await linkNames(node)).toEqual(nodeLinks);
+    expect(await linkNames(other)).toEqual(['lo']);
+    expect(await ping(pod, NODE_IPV4)).toBe(true);
+  });
+});
+
+describe("a DEL whose CNI_NETNS is the node's own namespace", () => {
+  test('releases without ferryd yet touches nothing on the node', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    await inNetns(node, 'ip', 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'eth0p');
+    await addMacvlan(node, 'eth0p', 'uplink0', '02:fe:00:00:bb:01');
+    await inNetns(node, 'ip', 'link', 'set', 'uplink0', 'up');
+    const before = await links(node);
+    await ferryd.kill('SIGKILL');
+    const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 200 } });
+    // The shim runs in the node namespace: CNI_NETNS names that very namespace.
+    const r = await runShim(node, 'DEL', { containerId: newContainerId(), ifName: 'eth0', netns: node, conf });
+    expect(r.exitCode, r.stdout).toBe(0);
+    const after = await links(node);
+    const seen = (ls: typeof before) => ls.map((l) => [l.ifname, l.address, l.operstate, l.ifalias ?? '']);
+    expect(seen(after)).toEqual(seen(before));
+    expect(seen(after).map(([name]) => name)).toEqual(expect.arrayContaining(['eth0', 'eth0p', 'uplink0']));
   });
 });

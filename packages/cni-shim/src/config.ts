@@ -1,7 +1,7 @@
 /**
  * The network config on stdin: decoded (code 6), version-checked (code 1, in skel's words), then
  * validated (code 7 naming the field). Ferry allocates through ferryd, so a delegated `ipam` is refused
- * rather than silently ignored.
+ * on the commands that set up or inspect (never on DEL or GC) rather than silently ignored.
  */
 import { type NetConf, NetConfSchema } from '@ferry/shared-types/cni/config';
 import { type CniVersion, isSupportedVersion, SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
@@ -27,7 +27,8 @@ export function parseNetConf(stdin: string, command: Command): ShimConf {
   }
   requireVersionFor(command, version);
   const conf = parseAs(NetConfSchema, { ...doc, cniVersion: version }, Code.InvalidConfig, 'invalid network config');
-  if (conf.ipam?.type) {
+  // DEL and GC only release: refusing them would keep pods Terminating after an operator edit.
+  if (conf.ipam?.type && command !== 'DEL' && command !== 'GC') {
     throw new CniError(
       Code.UnsupportedField,
       `unsupported field ipam.type "${conf.ipam.type}": ferry-cni allocates addresses through ferryd`,

@@ -72,8 +72,10 @@ export class DaemonClient {
     }
   }
 
-  release(containerId: string, network: string, ifName: string): Promise<ReleaseResult> {
-    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}`;
+  /** Releases the attachment; with `generation`, only that generation of it. */
+  release(containerId: string, network: string, ifName: string, generation?: number): Promise<ReleaseResult> {
+    const g = generation === undefined ? '' : `&generation=${generation}`;
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}${g}`;
     return this.#call(
       'DELETE',
       `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
@@ -95,37 +97,32 @@ export class DaemonClient {
 
   /** One look at /readyz: true when ferryd answers ready within `deadlineMs`. */
   async isReady(deadlineMs: number): Promise<boolean> {
-    try {
-      const r = await this.#send('GET', '/readyz', undefined, deadlineMs);
-      return r.status === 200;
-    } catch {
-      return false;
-    }
+    return (await this.#readiness(deadlineMs)) === undefined;
   }
 
   /** Resolves once /readyz says ready; polls every 100 ms for at most `waitMs`, then throws code 11. */
   async waitReady(waitMs: number): Promise<void> {
     const until = Date.now() + waitMs;
-    const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
-    let last = '';
     for (;;) {
-      try {
-        const r = await this.#send(
-          'GET',
-          '/readyz',
-          undefined,
-          Math.max(1, Math.min(this.#t.requestMs, until - Date.now())),
-        );
-        const body = ReadinessSchema.safeParse(safeJson(r.body));
-        if (r.status === 200 && body.success && body.data.ready) return;
-        last = body.success ? `ferryd is ${body.data.phase}` : `readyz answered ${r.status}`;
-      } catch (err) {
-        last = (err as Error).message;
-      }
+      const notReady = await this.#readiness(Math.max(1, Math.min(this.#t.requestMs, until - Date.now())));
+      if (notReady === undefined) return;
       if (Date.now() + 100 > until) {
-        throw new DaemonUnreachable(`ferryd at ${this.socket} is not ready after ${waitMs} ms: ${last}`);
+        throw new DaemonUnreachable(`ferryd at ${this.socket} is not ready after ${waitMs} ms: ${notReady}`);
       }
       await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+
+  /** undefined when ferryd is ready, otherwise why not. */
+  async #readiness(deadlineMs: number): Promise<string | undefined> {
+    try {
+      const r = await this.#send('GET', '/readyz', undefined, deadlineMs);
+      const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
+      const body = ReadinessSchema.safeParse(safeJson(r.body));
+      if (r.status === 200 && body.success && body.data.ready) return undefined;
+      return body.success ? `ferryd is ${body.data.phase}` : `readyz answered ${r.status}`;
+    } catch (err) {
+      return (err as Error).message;
     }
   }
 

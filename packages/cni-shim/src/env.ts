@@ -64,7 +64,7 @@ export function parseEnv(env: NodeJS.ProcessEnv): CmdArgs {
  * CNI_NETNS_OVERRIDE is 1/true, as skel does). Checked before anything is changed.
  */
 export function checkNetns(args: CmdArgs, env: NodeJS.ProcessEnv): void {
-  let target: ReturnType<typeof statSync>;
+  let target: { ino: number | bigint; dev: number | bigint };
   try {
     target = statSync(args.netns);
   } catch (err) {
@@ -75,13 +75,32 @@ export function checkNetns(args: CmdArgs, env: NodeJS.ProcessEnv): void {
   }
   const override = (env.CNI_NETNS_OVERRIDE ?? '').toLowerCase();
   if (override === '1' || override === 'true') return;
-  let own: ReturnType<typeof statSync> | undefined;
-  try {
-    own = statSync('/proc/self/ns/net');
-  } catch {
-    return;
-  }
-  if (own.ino === target.ino && own.dev === target.dev) {
+  if (isNodeNetns(target)) {
     throw new CniError(Code.InvalidNetns, `CNI_NETNS "${args.netns}" is the plugin's own network namespace`);
   }
+}
+
+/**
+ * True when `netns` is the node's namespace (this process's, or init's): a DEL must then clean nothing
+ * there, whatever the path looked like (a reused /proc/<pid>, a bind mount, `..`). No override: DEL
+ * never has a reason to clean the node.
+ */
+export function isOwnNetns(netns: string): boolean {
+  try {
+    return isNodeNetns(statSync(netns));
+  } catch {
+    return false;
+  }
+}
+
+function isNodeNetns(target: { ino: number | bigint; dev: number | bigint }): boolean {
+  for (const own of ['/proc/self/ns/net', '/proc/1/ns/net']) {
+    try {
+      const s = statSync(own);
+      if (s.ino === target.ino && s.dev === target.dev) return true;
+    } catch {
+      // Not readable here (no /proc): nothing to compare with.
+    }
+  }
+  return false;
 }

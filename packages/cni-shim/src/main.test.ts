@@ -2,7 +2,7 @@
  * main() in-process through the Node runtime: the paths that need no namespace (VERSION, about, env
  * and config validation), checked for exactly one JSON document and the right code.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueueEntrySchema } from '@ferry/shared-types/api/queue';
@@ -13,7 +13,7 @@ import { nodeRuntime } from './runtime/node';
 async function run(env: Record<string, string>, stdin?: string) {
   const out: string[] = [];
   const err: string[] = [];
-  const io: Io = { stdin, print: (s) => out.push(s), printErr: (s) => err.push(s) };
+  const io: Io = { readStdin: async () => stdin, print: (s) => out.push(s), printErr: (s) => err.push(s) };
   const code = await main({ CNI_PATH: '/opt/cni/bin', ...env }, io, nodeRuntime, { defaultLogFile: '/dev/null' });
   return { code, out, err, json: out[0] ? JSON.parse(out[0]) : undefined };
 }
@@ -115,4 +115,95 @@ test('a full delete queue makes DEL fail with 110 so the runtime retries', async
   const third = await del('c');
   expect(third.json).toMatchObject({ code: 110, msg: expect.stringContaining('is full (2 entries)') });
   expect((await del('a')).code).toBe(0);
+});
+
+test('VERSION answers whatever stdin holds, in a version Ferry speaks', async () => {
+  expect((await run({ CNI_COMMAND: 'VERSION' }, 'not json')).json.cniVersion).toBe('1.1.0');
+  expect((await run({ CNI_COMMAND: 'VERSION' }, '{}')).json.cniVersion).toBe('1.1.0');
+  expect((await run({ CNI_COMMAND: 'VERSION' }, '{"cniVersion":"9.9.9"}')).json.cniVersion).toBe('1.1.0');
+});
+
+test('stdin that cannot be read is code 5, printed as one JSON document', async () => {
+  const out: string[] = [];
+  const io: Io = {
+    readStdin: async () => {
+      throw Object.assign(new Error('EIO: i/o error, read'), { code: 'EIO' });
+    },
+    print: (s) => out.push(s),
+    printErr: () => undefined,
+  };
+  const env = { CNI_PATH: '/opt/cni/bin', CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' };
+  expect(await main(env, io, nodeRuntime, { defaultLogFile: '/dev/null' })).toBe(1);
+  expect(out).toHaveLength(1);
+  expect(JSON.parse(out[0] as string)).toMatchObject({ code: 5, msg: expect.stringContaining('EIO') });
+});
+
+test('GC without any attachments list is refused instead of releasing the whole network', async () => {
+  const r = await run({ CNI_COMMAND: 'GC' }, conf({ daemonSocket: '/nonexistent/ferryd.sock' }));
+  expect(r.json).toMatchObject({ code: 7, msg: expect.stringContaining('GC needs cni.dev/valid-attachments') });
+});
+
+test('a malformed prevResult fails ADD before anything is asked of ferryd', async () => {
+  const r = await run(
+    {
+      CNI_COMMAND: 'ADD',
+      CNI_CONTAINERID: 'abc',
+      CNI_IFNAME: 'eth0',
+      CNI_NETNS: '/proc/self/ns/net',
+      CNI_NETNS_OVERRIDE: '1',
+    },
+    // A socket that does not exist: reaching ferryd would end in code 11 after the ADD wait, not 7.
+    conf({ daemonSocket: '/nonexistent/ferryd.sock', prevResult: { interfaces: [{ mac: 'x' }] } }),
+  );
+  expect(r.json).toMatchObject({ code: 7, msg: expect.stringContaining('prevResult') });
+});
+
+test('DEL goes through with an ipam block; the queue entry carries what ferryd accepts, no prevResult', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run(
+    {
+      CNI_COMMAND: 'DEL',
+      CNI_CONTAINERID: 'abc',
+      CNI_IFNAME: 'eth0',
+      CNI_ARGS: `K8S_POD_NAMESPACE=default;K8S_POD_NAME=${'x'.repeat(300)}`,
+    },
+    conf({
+      ipam: { type: 'host-local' },
+      prevResult: { cniVersion: '1.1.0', interfaces: [{ name: 'eth0' }], pad: 'y'.repeat(100_000) },
+      daemonSocket: '/nonexistent/ferryd.sock',
+      deleteQueue: dir,
+      daemonTimeouts: { delWaitMs: 50 },
+    }),
+  );
+  expect(r.code, r.out.join('')).toBe(0);
+  const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
+  const entry = JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8'));
+  expect(QueueEntrySchema.parse(entry)).toEqual({
+    version: 1,
+    network: 'ferry',
+    containerId: 'abc',
+    ifName: 'eth0',
+    netns: '',
+    queuedAt: expect.any(String),
+  });
+});
+
+test('a delete queue that cannot be written is code 5 and still says why ferryd was needed', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'file'), '');
+  const r = await run(
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+    conf({
+      daemonSocket: '/nonexistent/ferryd.sock',
+      deleteQueue: join(dir, 'file', 'q'),
+      daemonTimeouts: { delWaitMs: 50 },
+    }),
+  );
+  expect(r.json).toMatchObject({
+    code: 5,
+    msg: expect.stringContaining('create the delete queue'),
+    details: expect.stringContaining('ferryd was unreachable'),
+  });
 });

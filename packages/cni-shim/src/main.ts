@@ -7,14 +7,14 @@ import { CniError, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { aboutText, cmdVersion } from './commands/version';
 import type { ShimConf } from './config';
 import type { Deps } from './deps';
-import { type CmdArgs, checkNetns, parseEnv } from './env';
+import { type CmdArgs, checkNetns, isOwnNetns, parseEnv } from './env';
 import { type Level, openLog } from './log';
 import type { Runtime } from './runtime/runtime';
 import { declaredVersion, decodeStdin } from './stdin';
 
 export interface Io {
   /** All of stdin, or undefined when there is none (a terminal). */
-  stdin: string | undefined;
+  readStdin(): Promise<string | undefined>;
   print(json: string): void;
   printErr(text: string): void;
 }
@@ -42,7 +42,13 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
     io.printErr(aboutText());
     return 0;
   }
-  const stdin = io.stdin ?? '';
+  let stdin = '';
+  let stdinError: CniError | undefined;
+  try {
+    stdin = (await io.readStdin()) ?? '';
+  } catch (err) {
+    stdinError = new CniError(Code.IoFailure, `read network config from stdin: ${(err as Error).message}`);
+  }
   const early = peekConfig(stdin);
   // Even an env error is logged to the config's log file and printed in the config's version.
   const log = openLog(early.logFile ?? opts.defaultLogFile);
@@ -50,9 +56,11 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   try {
     const args = parseEnv(env);
     if (args.command === 'VERSION') {
-      io.print(JSON.stringify(cmdVersion(stdin.trim() ? declaredVersion(decodeStdin(stdin)) : undefined)));
+      // As skel: VERSION answers whatever stdin holds.
+      io.print(JSON.stringify(cmdVersion(early.version)));
       return 0;
     }
+    if (stdinError) throw stdinError;
     const handler = commands[args.command]();
     const [{ parseNetConf }, { DaemonClient, DEFAULT_SOCKET }, { Ip }] = await Promise.all([
       import('./config'),
@@ -86,6 +94,12 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
       rt,
     };
     clog.debug({}, 'config parsed');
+    if (args.command === 'DEL' && args.netns && isOwnNetns(args.netns)) {
+      // The release still happens (a pod must never stay Terminating), but nothing in the node's own
+      // namespace is touched as if it were the pod's: DEL goes on as if the netns were gone.
+      clog.warn({}, "CNI_NETNS is the node's own network namespace: releasing without touching it");
+      args.netns = '';
+    }
     const result = await (await handler)(args, conf, deps);
     if (result !== undefined) io.print(JSON.stringify(result));
     return 0;

@@ -2,7 +2,7 @@ import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { resultSchemaFor } from '@ferry/shared-types/cni/result';
 import { expect, test } from 'vitest';
 import type { ShimConf } from './config';
-import { toResult } from './result';
+import { prevResultOf, toResult } from './result';
 
 const alloc: Allocation = {
   network: 'ferry',
@@ -43,7 +43,7 @@ test("a chained prevResult is passed through with Ferry's interfaces, addresses 
     },
   } as ShimConf;
   if (plan?.nicType !== 'InfraNIC') throw new Error('plan');
-  const r = toResult(conf, '/var/run/netns/p', alloc, [{ plan, built }]);
+  const r = toResult(conf, prevResultOf(conf), '/var/run/netns/p', alloc, [{ plan, built }]);
   expect(r).toEqual({
     cniVersion: '0.4.0',
     interfaces: [

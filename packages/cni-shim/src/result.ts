@@ -17,10 +17,20 @@ export type BuiltPair =
   | { plan: Extract<NicPlan, { nicType: 'InfraNIC' }>; built: BuiltInfraNic }
   | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
 
-export function toResult(conf: ShimConf, netns: string, alloc: Allocation, nics: readonly BuiltPair[]): AnyResult {
-  const prev: AnyResult = conf.prevResult
+/** A chained ADD's prevResult, validated before anything is built (empty when there is none). */
+export function prevResultOf(conf: ShimConf): AnyResult {
+  return conf.prevResult
     ? parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult')
     : {};
+}
+
+export function toResult(
+  conf: ShimConf,
+  prev: AnyResult,
+  netns: string,
+  alloc: Allocation,
+  nics: readonly BuiltPair[],
+): AnyResult {
   const interfaces = [...(prev.interfaces ?? [])];
   const ips = [...(prev.ips ?? [])];
   const routes = [...(prev.routes ?? [])];

@@ -2,9 +2,10 @@ import type { Logger } from './log';
 
 /**
  * Undo steps for ADD, armed until commit(): host-device's one-undo-per-step without keying the undo on
- * an error variable (ptp's cmdAdd leaks its allocation on two return paths that way). Push each undo on
- * the line after its step succeeds; every undo must be idempotent. unwind() never throws and never hides
- * the original error.
+ * an error variable (ptp's cmdAdd leaks its allocation on two return paths that way). Push each undo
+ * before the step it undoes whenever that step can stop half-way (an iproute2 batch of several lines),
+ * so every undo must be idempotent and find whatever the step left. unwind() never throws and never
+ * hides the original error.
  */
 export class Rollback {
   readonly #steps: { what: string; undo: () => Promise<unknown> }[] = [];

@@ -1,7 +1,10 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { Code } from '@ferry/shared-types/errors';
+import pino from 'pino';
 import { expect, test } from 'vitest';
-import { type Harness, useApp } from './testing/harness';
+import { buildServices } from './services';
+import { openDatabase } from './store/db';
+import { type Harness, tempDir, testConfig, useApp } from './testing/harness';
 
 // A netns path that exists, so the node checks of the invariant report see a live pod.
 const attach = (containerId: string, ifName = 'eth0') => ({
@@ -332,4 +335,110 @@ test('invariants hold after normal use and report a corrupted store', async (t) 
   expect(bad.violations).toEqual([
     { kind: 'endpoint-without-address', subject: 'c2/eth0', msg: 'InfraNIC on network "ferry" holds no IPv4 address' },
   ]);
+});
+
+const commitBody = (a: Allocation) => ({
+  network: 'ferry',
+  ifName: 'eth0',
+  generation: a.generation,
+  nics: [{ ifName: 'eth0', mac: '0a:58:00:00:00:01', containerIfIndex: 3 }],
+});
+
+test('a second ADD of a committed attachment is refused (105) and leaves it whole', async (t) => {
+  const h = await useApp(t);
+  const a = await allocate(h, 'c1');
+  const put = await h.app.inject({ method: 'PUT', url: '/v1/endpoints/c1', payload: commitBody(a) });
+  expect(put.statusCode, put.body).toBe(200);
+  const again = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c1') });
+  expect(again.statusCode).toBe(409);
+  expect(again.json()).toMatchObject({ code: Code.AttachmentConflict });
+  expect(again.json().msg).toContain('already set up');
+  const ep = await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' });
+  expect(ep.json().interfaces[0]).toMatchObject({ state: 'committed', generation: a.generation });
+});
+
+test('a release naming another generation leaves the attachment alone', async (t) => {
+  const h = await useApp(t);
+  const a = await allocate(h, 'c1');
+  const url = (g: number) => `/v1/endpoints/c1?network=ferry&ifName=eth0&generation=${g}`;
+  const stale = await h.app.inject({ method: 'DELETE', url: url(a.generation + 1) });
+  expect(stale.json().released).toEqual([]);
+  expect((await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' })).statusCode).toBe(200);
+  expect((await h.app.inject({ method: 'DELETE', url: url(a.generation) })).json().released).toHaveLength(1);
+  const bad = await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=ferry&ifName=eth0&generation=x' });
+  expect(bad.statusCode).toBe(400);
+});
+
+test('a DEL queued before an ADD took the attachment up again does not release it', async (t) => {
+  const h = await useApp(t);
+  await allocate(h, 'c1');
+  const queuedAt = new Date(h.clock.now + 1000).toISOString();
+  h.clock.now += 2000;
+  await allocate(h, 'c1');
+  const entry = { version: 1 as const, network: 'ferry', containerId: 'c1', ifName: 'eth0', netns: '', queuedAt };
+  expect(h.services.deps.attachments.releaseQueued(entry)).toBe('stale');
+  h.clock.now += 2000;
+  expect(h.services.deps.attachments.releaseQueued({ ...entry, queuedAt: new Date(h.clock.now).toISOString() })).toBe(
+    'released',
+  );
+});
+
+test('addresses outside the range (an earlier, wider config) do not use up the pool', async (t) => {
+  const h = await useApp(t, {
+    networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/29', rangeStart: '10.9.0.5', rangeEnd: '10.9.0.6' } }],
+  });
+  const poolId = h.services.deps.ipam.network('ferry').pools[0]?.poolId;
+  // Rows a wider range left behind, still cooling down: .1 to .4.
+  const insert = h.db.prepare(
+    `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
+     VALUES (?, ?, ?, 'PendingRelease', NULL, ?, ?)`,
+  );
+  for (const n of [1, 2, 3, 4]) insert.run(poolId, `0000000${n}`, `10.9.0.${n}`, h.clock.now, h.clock.now + 3_600_000);
+  const pools = (await h.app.inject({ method: 'GET', url: '/v1/operator/pools' })).json().pools;
+  expect(pools[0]).toMatchObject({ size: '2', free: '2' });
+  expect((await allocate(h, 'c1')).nics[0]?.addresses[0]?.address).toBe('10.9.0.5/32');
+  expect((await allocate(h, 'c2')).nics[0]?.addresses[0]?.address).toBe('10.9.0.6/32');
+});
+
+test('a network renamed while its pods hold addresses cannot take over its subnet', async (t) => {
+  const dir = tempDir(t);
+  const first = testConfig(dir, { networks: [{ name: 'old', ipv4: { subnet: '10.9.0.0/24' } }] });
+  const store = openDatabase(first.database);
+  t.onTestFinished(() => store.close());
+  const opts = { log: pino({ level: 'silent' }), now: () => Date.now(), defaultMetrics: false };
+  buildServices(first, store.db, opts).deps.attachments.allocate({ ...attach('c1'), network: 'old' });
+  const renamed = testConfig(dir, { networks: [{ name: 'new', ipv4: { subnet: '10.9.0.128/25' } }] });
+  expect(() => buildServices(renamed, store.db, opts)).toThrow(
+    /subnet 10.9.0.128\/25 overlaps 10.9.0.0\/24 of network "old", which is no longer configured but still holds 1 addresses/,
+  );
+  const elsewhere = testConfig(dir, { networks: [{ name: 'new', ipv4: { subnet: '10.10.0.0/24' } }] });
+  expect(() => buildServices(elsewhere, store.db, opts)).not.toThrow();
+});
+
+test("a reservation's static addresses must match their family and stay out of every pool", async (t) => {
+  const h = await useApp(t);
+  const reserve = (address: string, family: 4 | 6) =>
+    h.app.inject({
+      method: 'PUT',
+      url: '/v1/operator/devices/02:00:00:00:00:01/reservation',
+      payload: { namespace: 'shop', pod: 'db-0', addresses: [{ family, address }] },
+    });
+  const inPool = await reserve('10.244.1.9/32', 4);
+  expect(inPool.statusCode).toBe(400);
+  expect(inPool.json().msg).toBe(
+    'addresses[0].address: "10.244.1.9/32" is inside the pool 10.244.1.0/24 of network "ferry"',
+  );
+  expect((await reserve('192.0.2.9/32', 6)).json().msg).toContain('"192.0.2.9/32" is not IPv6');
+  // Outside every pool it passes this check and meets the next one: the device is unknown here.
+  expect((await reserve('192.0.2.9/32', 4)).json().code).toBe(Code.NotFound);
+});
+
+test('a 255-character container ID reaches its route; a malformed URL gets a CNI-shaped error', async (t) => {
+  const h = await useApp(t);
+  const id = 'c'.repeat(255);
+  const r = await h.app.inject({ method: 'GET', url: `/v1/endpoints/${id}` });
+  expect(r.json()).toMatchObject({ code: Code.EndpointNotFound });
+  const bad = await h.app.inject({ method: 'GET', url: '/v1/endpoints/%E0%A4%A' });
+  expect(bad.statusCode).toBe(400);
+  expect(bad.json()).toMatchObject({ code: Code.InvalidConfig, msg: expect.stringContaining('invalid request') });
 });

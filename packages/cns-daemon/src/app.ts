@@ -4,9 +4,10 @@
  * bearer-token hook (TCP surface only) cannot reach the shim routes.
  */
 import swagger from '@fastify/swagger';
+import { MAX_CONTAINER_ID_LENGTH } from '@ferry/shared-types/cni/validate';
 import { CniError, type CniErrorBody, Code } from '@ferry/shared-types/errors';
 import { describeIssue } from '@ferry/shared-types/parse';
-import Fastify, { type FastifyError, LogController } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
@@ -55,6 +56,13 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     // DEL bodies are small; a huge body is an attack or a bug, refused before parsing.
     bodyLimit: 1024 * 1024,
     return503OnClosing: false,
+    // Container IDs go in the path and may be 255 characters (fastify's default stops at 100, and a
+    // longer one would be "route not found", which a DEL cannot tell from an unknown container).
+    maxParamLength: MAX_CONTAINER_ID_LENGTH,
+    // Errors fastify raises before routing (a malformed URL, say) leave in the same shape as all others.
+    frameworkErrors: (err, _req, reply: FastifyReply) => {
+      reply.status(400).send({ code: Code.InvalidConfig, msg: `invalid request: ${err.message}` });
+    },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -44,6 +44,22 @@ test.for([
     /rangeStart: "10.9.0.1" is not inside/,
   ],
   ['networks: [{ name: a }]', /needs ipv4, ipv6 or both/],
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16 } }, { name: b, ipv4: { subnet: 10.0.7.0/24 } }]',
+    /networks\[1\]\.ipv4\.subnet: "10.0.7.0\/24" overlaps networks\[0\]\.ipv4\.subnet "10.0.0.0\/16"/,
+  ],
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, exclude: [10.0.1.5] } }]',
+    /exclude\[0\]: "10.0.1.5" is not inside the subnet/,
+  ],
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, exclude: ["fd00::1"] } }]',
+    /exclude\[0\]: "fd00::1" is not IPv4/,
+  ],
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, exclude: [10.0.0.1/24] } }]',
+    /exclude\[0\]: "10.0.0.1\/24" has host bits set/,
+  ],
   ['networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\nbogus: 1', /bogus|Unrecognized/],
   [
     'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\ndelegatedDevices: [{ group: g }]',

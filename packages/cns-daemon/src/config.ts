@@ -10,7 +10,7 @@ import { type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/confi
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
-import { contains, familyOf, parseCidr, toBigInt } from './ipam/cidr';
+import { type Cidr, contains, familyOf, lastOf, overlaps, parseCidr, toBigInt } from './ipam/cidr';
 
 export type {
   FerrydConfig,
@@ -32,9 +32,14 @@ const ENV_KEYS = {
 } as const;
 
 /** Parses ferryd's argv (without node and script). Unknown flags are an InvalidConfig error. */
-export function parseFlags(argv: readonly string[]): { config?: string; overrides: Record<string, string> } {
+export function parseFlags(argv: readonly string[]): {
+  config?: string;
+  check: boolean;
+  overrides: Record<string, string>;
+} {
   const options = {
     config: { type: 'string', short: 'c' },
+    check: { type: 'boolean' },
     socket: { type: 'string' },
     database: { type: 'string' },
     'delete-queue': { type: 'string' },
@@ -51,7 +56,7 @@ export function parseFlags(argv: readonly string[]): { config?: string; override
   if (v.database) overrides.database = v.database;
   if (v['delete-queue']) overrides.deleteQueue = v['delete-queue'];
   if (v['log-level']) overrides.logLevel = v['log-level'];
-  return { ...(v.config ? { config: v.config } : {}), overrides };
+  return { ...(v.config ? { config: v.config } : {}), check: v.check ?? false, overrides };
 }
 
 /** Reads the file (JSON, or YAML by extension or content), applies env and flag overrides, validates. */
@@ -103,9 +108,13 @@ export function validateConfig(raw: unknown, source: string): FerrydConfig {
   return config;
 }
 
-/** What zod cannot see field by field: unique names, families in the right slot, ranges inside subnets. */
+/**
+ * What zod cannot see field by field: unique names, families in the right slot, ranges and exclusions
+ * inside their subnets, and no two networks sharing addresses (each would hand out the other's).
+ */
 function crossCheck(config: FerrydConfig): string | undefined {
   const seen = new Set<string>();
+  const subnets: { where: string; text: string; cidr: Cidr }[] = [];
   for (const [i, net] of config.networks.entries()) {
     if (seen.has(net.name)) return `networks[${i}].name: "${net.name}" is configured twice`;
     seen.add(net.name);
@@ -122,6 +131,13 @@ function crossCheck(config: FerrydConfig): string | undefined {
       }
       if (subnet.family !== fam) return `${where}.subnet: "${pool.subnet}" is not an IPv${fam} subnet`;
       if (subnet.bits - subnet.prefix < 2) return `${where}.subnet: "${pool.subnet}" is too small for a pool`;
+      const clash = subnets.find((o) => overlaps(o.cidr, subnet));
+      if (clash) return `${where}.subnet: "${pool.subnet}" overlaps ${clash.where}.subnet "${clash.text}"`;
+      subnets.push({ where, text: pool.subnet, cidr: subnet });
+      for (const [j, e] of pool.exclude.entries()) {
+        const problem = exclusionProblem(e, subnet, fam);
+        if (problem) return `${where}.exclude[${j}]: "${e}" ${problem}`;
+      }
       for (const key of ['rangeStart', 'rangeEnd'] as const) {
         const a = pool[key];
         if (a && (familyOf(a) !== fam || !contains(subnet, toBigInt(a)))) {
@@ -149,5 +165,17 @@ function crossCheck(config: FerrydConfig): string | undefined {
       }
     }
   }
+  return undefined;
+}
+
+function exclusionProblem(e: string, subnet: Cidr, fam: 4 | 6): string | undefined {
+  let c: Cidr;
+  try {
+    c = parseCidr(e.includes('/') ? e : `${e}/${familyOf(e) === 4 ? 32 : 128}`);
+  } catch (err) {
+    return (err as Error).message.replace(`"${e}" `, '');
+  }
+  if (c.family !== fam) return `is not IPv${fam}`;
+  if (!contains(subnet, c.base) || !contains(subnet, lastOf(c))) return 'is not inside the subnet';
   return undefined;
 }

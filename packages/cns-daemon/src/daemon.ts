@@ -46,8 +46,10 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
     });
-    cleanups.unshift(() => reconciler.stop());
+    // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
+    // drains), the drainer finishes its pass, and only then the store closes.
     cleanups.unshift(() => drainer.stop());
+    cleanups.unshift(() => reconciler.stop());
     // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
     await drainer.lockExclusive(QUEUE_LOCK_WAIT_MS);
     await reconciler.runOnce();

@@ -14,14 +14,34 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   let log: pino.Logger;
   let graceMs: number;
+  // Listening from the start: a SIGTERM during start-up (a long queue drain, say) must still end in an
+  // orderly stop, not the default exit with the store open.
+  let signalled: NodeJS.Signals | undefined;
+  let onSignal = (signal: NodeJS.Signals) => {
+    signalled = signal;
+  };
+  const handler = (signal: NodeJS.Signals) => onSignal(signal);
+  process.once('SIGTERM', handler);
+  process.once('SIGINT', handler);
   try {
     const flags = parseFlags(argv);
     const { config, file } = loadConfig(flags.config, env, flags.overrides);
+    if (flags.check) {
+      // Validation only (the install init container runs it): nothing is opened, bound or changed.
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+      process.stdout.write(
+        `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')})\n`,
+      );
+      return 0;
+    }
     log = pino({ level: config.logLevel, base: { pid: process.pid, name: 'ferryd' } });
     graceMs = config.shutdownGraceSec * 1000;
     log.info({ config: file ?? '(defaults)' }, 'ferryd starting');
     daemon = await startDaemon(config, { log, defaultMetrics: true, ...nativeBindingOption() });
   } catch (err) {
+    process.off('SIGTERM', handler);
+    process.off('SIGINT', handler);
     if (err instanceof StartupError || err instanceof CniError) {
       process.stderr.write(`ferryd: ${err.message}\n`);
       return 1;
@@ -29,7 +49,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     throw err;
   }
   await new Promise<void>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals) => {
+    onSignal = (signal: NodeJS.Signals) => {
       log.info({ signal }, 'shutting down: refusing ADD, finishing in-flight requests');
       // In-flight requests get shutdownGraceSec; after that ferryd goes anyway (the database is
       // consistent at every commit, and shims queue what they cannot send).
@@ -43,8 +63,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
         resolve();
       });
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    if (signalled) onSignal(signalled);
   });
   log.info('ferryd stopped');
   return 0;

@@ -16,11 +16,13 @@ import type {
   ReconcileResult,
 } from '@ferry/shared-types/api/operator';
 import type { QueueStatus } from '@ferry/shared-types/api/queue';
+import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Inventory } from './devices/inventory';
 import type { NodeChecks } from './doctor/node-checks';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
-import { fromBigInt } from './ipam/cidr';
+import { heldIn } from './ipam/allocator';
+import { contains, familyOf, fromBigInt, toBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
 import type { Drainer } from './queue/drainer';
 import type { EndpointStore } from './store/endpoints';
@@ -82,7 +84,7 @@ export class Operator {
         const n = (state: string) => counts.find((c) => c.poolId === poolId && c.state === state)?.n ?? 0;
         const assigned = n('Assigned');
         const pendingRelease = n('PendingRelease');
-        const held = BigInt(assigned + pendingRelease);
+        const held = heldIn(pools, spec, poolId, this.#d.now());
         const free = spec.size > held ? spec.size - held : 0n;
         out.push({
           network: spec.network,
@@ -122,7 +124,27 @@ export class Operator {
     return this.#d.inventory.list();
   }
 
+  /**
+   * A reservation's static addresses must be of the family they claim and outside every pool: IPAM
+   * would otherwise hand the same address to another pod.
+   */
   reserveDevice(mac: string, req: ReservationRequest): Device {
+    for (const [i, a] of req.addresses.entries()) {
+      const ip = a.address.slice(0, a.address.lastIndexOf('/'));
+      if (familyOf(ip) !== a.family) {
+        throw new CniError(Code.InvalidConfig, `addresses[${i}].address: "${a.address}" is not IPv${a.family}`);
+      }
+      const pool = this.#d.ipam
+        .networks()
+        .flatMap((n) => n.pools)
+        .find((p) => p.spec.family === a.family && contains(p.spec.subnet, toBigInt(ip)));
+      if (pool) {
+        throw new CniError(
+          Code.InvalidConfig,
+          `addresses[${i}].address: "${a.address}" is inside the pool ${pool.spec.subnetText} of network "${pool.spec.network}"`,
+        );
+      }
+    }
     return this.#d.inventory.reserve(mac, req);
   }
 

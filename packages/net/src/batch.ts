@@ -68,8 +68,8 @@ export class IpBatch {
     return this.#push(['link', 'set', 'dev', dev, 'alias', alias]);
   }
 
-  setMtu(dev: string, mtu: number): this {
-    return this.#push(['link', 'set', 'dev', dev, 'mtu', String(mtu)]);
+  setMac(dev: string, mac: string): this {
+    return this.#push(['link', 'set', 'dev', dev, 'address', mac]);
   }
 
   /** Moves `dev` into the namespace at `netnsPath` (it arrives down, without addresses). */
@@ -111,10 +111,6 @@ export class IpBatch {
     return this.#push(['link', 'show'], true);
   }
 
-  showAddrs(dev: string): this {
-    return this.#push(['addr', 'show', 'dev', dev], true);
-  }
-
   /** Every link with its MAC and addresses: one JSON document for a whole namespace. */
   showAllAddrs(): this {
     return this.#push(['addr', 'show'], true);
@@ -123,10 +119,6 @@ export class IpBatch {
   /** Every route of every table and family (batch lines cannot switch family, `table all` shows both). */
   showRoutes(): this {
     return this.#push(['route', 'show', 'table', 'all'], true);
-  }
-
-  showNeighs(dev: string): this {
-    return this.#push(['neigh', 'show', 'dev', dev], true);
   }
 }
 

@@ -2,14 +2,7 @@ import type * as z from 'zod/mini';
 import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, NetError, type Runner, type RunResult } from './run';
-import {
-  type IpAddrLink,
-  IpAddrListSchema,
-  type IpLink,
-  IpLinkListSchema,
-  type IpRoute,
-  IpRouteListSchema,
-} from './schemas';
+import { type IpAddrLink, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
 
 /** An address as `ip -j addr` shows it. */
 export interface LinkAddress {
@@ -51,19 +44,22 @@ export class Ip {
     const r = await this.#run(argv, input);
     if (r.exitCode !== 0) {
       const failed = /Command failed -:(\d+)/.exec(r.stderr);
-      const line = failed ? lines[Number(failed[1]) - 1] : undefined;
+      const index = failed ? Number(failed[1]) - 1 : undefined;
+      const line = index === undefined ? undefined : lines[index];
       const where = line ? ` (ip ${line.args.join(' ')})` : '';
-      throw new NetError(`${what} in ${describeNetns(ns)}${where}`, r, argv);
+      throw new NetError(`${what} in ${describeNetns(ns)}${where}`, r, argv, index);
     }
     return hasJson ? parseJsonLines(r.stdout) : [];
   }
 
   async #applyOneByOne(ns: Netns, lines: readonly BatchLine[], what: string): Promise<unknown[]> {
     const out: unknown[] = [];
-    for (const line of lines) {
+    for (const [index, line] of lines.entries()) {
       const argv = ipArgv(ns, line.json ? ['-j', '-d', ...line.args] : [...line.args]);
       const r = await this.#run(argv);
-      if (r.exitCode !== 0) throw new NetError(`${what} in ${describeNetns(ns)} (ip ${line.args.join(' ')})`, r, argv);
+      if (r.exitCode !== 0) {
+        throw new NetError(`${what} in ${describeNetns(ns)} (ip ${line.args.join(' ')})`, r, argv, index);
+      }
       if (line.json) out.push(...parseJsonLines(r.stdout));
     }
     return out;
@@ -80,13 +76,6 @@ export class Ip {
   async listLinks(ns: Netns): Promise<IpLink[]> {
     const r = await this.#show(ns, ['link', 'show'], 'list links');
     return r === 'absent' ? [] : parseOne(IpLinkListSchema, r, 'links');
-  }
-
-  /** The addresses of `dev`, or undefined when there is no such link. */
-  async listAddresses(ns: Netns, dev: string): Promise<LinkAddress[] | undefined> {
-    const r = await this.#show(ns, ['addr', 'show', 'dev', dev], `list addresses of ${dev}`);
-    if (r === 'absent') return undefined;
-    return toAddresses(parseOne(IpAddrListSchema, r, `addresses of ${dev}`)[0]);
   }
 
   /** The routes of the main table, both families. */

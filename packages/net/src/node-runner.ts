@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import type { Runner } from './run';
+import { RUN_TIMEOUT_MS, type Runner, timedOut } from './run';
 
 /**
  * The Runner for Node processes (ferryd, ferryctl, tests running sources): execa without a shell,
@@ -8,6 +8,13 @@ import type { Runner } from './run';
 export const nodeRunner: Runner = async (argv, input) => {
   const [file, ...args] = argv;
   if (!file) throw new Error('nodeRunner: empty argv');
-  const r = await execa(file, args, { input: input ?? '', reject: false, stripFinalNewline: false, timeout: 30_000 });
+  const r = await execa(file, args, {
+    input: input ?? '',
+    reject: false,
+    stripFinalNewline: false,
+    timeout: RUN_TIMEOUT_MS,
+    killSignal: 'SIGKILL',
+  });
+  if (r.timedOut) return timedOut(r.stdout, r.stderr);
   return { exitCode: r.exitCode ?? 1, stdout: r.stdout, stderr: r.stderr };
 };

@@ -5,6 +5,8 @@ export const IpLinkSchema = z.looseObject({
   ifindex: z.number(),
   ifname: z.string(),
   address: z.optional(z.string()),
+  /** The burned-in MAC, when the driver reports one and the current MAC differs. */
+  permaddr: z.optional(z.string()),
   mtu: z.optional(z.number()),
   operstate: z.optional(z.string()),
   flags: z.optional(z.array(z.string())),
@@ -43,11 +45,3 @@ export const IpRouteSchema = z.looseObject({
 });
 export type IpRoute = z.infer<typeof IpRouteSchema>;
 export const IpRouteListSchema = z.array(IpRouteSchema);
-
-export const IpNeighSchema = z.looseObject({
-  dst: z.string(),
-  dev: z.optional(z.string()),
-  lladdr: z.optional(z.string()),
-  state: z.optional(z.array(z.string())),
-});
-export const IpNeighListSchema = z.array(IpNeighSchema);

@@ -8,7 +8,7 @@ import { nodeRuntime } from '../runtime/node';
 const code = await main(
   process.env,
   {
-    stdin: process.env.CNI_COMMAND && !isatty(0) ? readFileSync(0, 'utf8') : undefined,
+    readStdin: async () => (process.env.CNI_COMMAND && !isatty(0) ? readFileSync(0, 'utf8') : undefined),
     print: (json) => process.stdout.write(`${json}\n`),
     printErr: (text) => process.stderr.write(text),
   },

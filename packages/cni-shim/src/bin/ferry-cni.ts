@@ -9,7 +9,8 @@ import { bunRuntime } from '../runtime/bun';
 const code = await main(
   process.env,
   {
-    stdin: process.env.CNI_COMMAND && !fstatSync(0).isCharacterDevice() ? await Bun.stdin.text() : undefined,
+    readStdin: async () =>
+      process.env.CNI_COMMAND && !fstatSync(0).isCharacterDevice() ? Bun.stdin.text() : undefined,
     print: (json) => console.log(json),
     printErr: (text) => console.error(text.trimEnd()),
   },

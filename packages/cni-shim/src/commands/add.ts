@@ -11,7 +11,7 @@ import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { buildDelegatedNic } from '../nic/delegated';
 import { buildInfraNic } from '../nic/infra';
-import { type BuiltPair, toResult } from '../result';
+import { type BuiltPair, prevResultOf, toResult } from '../result';
 import { Rollback } from '../rollback';
 import { attachmentOf } from './attachment';
 
@@ -31,10 +31,11 @@ async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocat
 }
 
 export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
+  const prev = prevResultOf(conf);
   const undo = new Rollback();
   try {
     const alloc = await allocateWhenReady(attachmentOf(args, conf), d);
-    undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName));
+    undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName, alloc.generation));
     // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).
     const nics: BuiltPair[] = [];
     for (const plan of alloc.nics) {
@@ -43,7 +44,10 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
         const input = { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
         nics.push({ plan, built: await buildInfraNic(input, undo, d) });
       } else {
-        nics.push({ plan, built: await buildDelegatedNic(plan, args.netns, undo, d) });
+        nics.push({
+          plan,
+          built: await buildDelegatedNic(plan, { netns: args.netns, attachmentIfName: args.ifName }, undo, d),
+        });
       }
     }
     await d.daemon.commit(args.containerId, {
@@ -62,7 +66,7 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
       { generation: alloc.generation, nics: nics.map(({ built }) => `${built.ifName}@${built.containerIfIndex}`) },
       'added',
     );
-    return toResult(conf, args.netns, alloc, nics);
+    return toResult(conf, prev, args.netns, alloc, nics);
   } catch (err) {
     await undo.unwind(d.log);
     throw err;

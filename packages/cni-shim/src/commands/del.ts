@@ -23,8 +23,13 @@ export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<un
     await delOnline(args, conf, d, Date.now() + d.delWaitMs);
   } catch (err) {
     if (!isDaemonDown(err)) throw err;
-    if ((await delWithoutDaemon(args, conf, d, err)) === 'online')
-      await delOnline(args, conf, d, Date.now() + d.delWaitMs);
+    let path: Awaited<ReturnType<typeof delWithoutDaemon>>;
+    try {
+      path = await delWithoutDaemon(args, conf, d, err);
+    } catch (fallbackErr) {
+      throw withCause(fallbackErr, err);
+    }
+    if (path === 'online') await delOnline(args, conf, d, Date.now() + d.delWaitMs);
   }
   return undefined;
 }
@@ -37,6 +42,13 @@ async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: numbe
   for (const nic of mine) if (nic.nicType === 'InfraNIC') await teardownInfraNic(nic, d);
   const released = await d.daemon.release(args.containerId, conf.name, args.ifName);
   d.log.info({ interfaces: released.released.length, hadState: mine.length > 0 }, 'deleted');
+}
+
+/** The fallback's own error, saying also why the fallback was needed. */
+function withCause(err: unknown, unreachable: CniError): unknown {
+  if (!(err instanceof CniError)) return err;
+  const why = `ferryd was unreachable: ${unreachable.message}`;
+  return new CniError(err.code, err.message, err.details ? `${err.details}; ${why}` : why, { cause: err });
 }
 
 /** The endpoint, asking again every 200 ms while ferryd is down, until `deadline`. */

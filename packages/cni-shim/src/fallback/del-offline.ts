@@ -8,7 +8,7 @@ import { podOf } from '../commands/attachment';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-import { DEFAULT_QUEUE_DIR, DEFAULT_QUEUE_LIMIT, prepareQueueDir, writeEntry } from './delete-queue';
+import { DEFAULT_QUEUE_DIR, DEFAULT_QUEUE_LIMIT, prepareQueueDir, toEntry, writeEntry } from './delete-queue';
 import { cleanPodNetns } from './netns-cleanup';
 
 /** How long the shim waits for the queue lock (ferryd holds it only while draining at start-up). */
@@ -27,6 +27,15 @@ export async function delWithoutDaemon(
   cause: CniError,
 ): Promise<'queued' | 'online'> {
   const dir = conf.deleteQueue ?? DEFAULT_QUEUE_DIR;
+  const pod = podOf(args);
+  const entry = toEntry({
+    network: conf.name,
+    containerId: args.containerId,
+    ifName: args.ifName,
+    netns: args.netns,
+    ...(Object.keys(pod).length > 0 ? { pod } : {}),
+    queuedAt: new Date().toISOString(),
+  });
   prepareQueueDir(dir);
   const unlock = await d.rt.lockShared(join(dir, 'lock'), LOCK_WAIT_MS);
   if (!unlock) {
@@ -37,20 +46,12 @@ export async function delWithoutDaemon(
   }
   try {
     if (await d.daemon.isReady(RECHECK_MS)) return 'online';
-    const pod = podOf(args);
-    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_QUEUE_LIMIT, {
-      network: conf.name,
-      containerId: args.containerId,
-      ifName: args.ifName,
-      netns: args.netns,
-      ...(Object.keys(pod).length > 0 ? { pod } : {}),
-      ...(conf.prevResult !== undefined ? { prevResult: conf.prevResult } : {}),
-      queuedAt: new Date().toISOString(),
-    });
+    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_QUEUE_LIMIT, entry);
     d.log.warn({ entry: join(dir, name), cause: cause.message }, 'ferryd unreachable: DEL queued for ferryd to apply');
+    // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
+    await cleanPodNetns(args.netns, args.ifName, d);
   } finally {
     unlock();
   }
-  await cleanPodNetns(args.netns, args.ifName, d);
   return 'queued';
 }

@@ -9,8 +9,15 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { writeFileAtomically } from '@ferry/files';
-import { QUEUE_ENTRY_NAME_RE, QUEUE_ENTRY_VERSION, type QueueEntry } from '@ferry/shared-types/api/queue';
+import {
+  QUEUE_ENTRY_MAX_BYTES,
+  QUEUE_ENTRY_NAME_RE,
+  QUEUE_ENTRY_VERSION,
+  type QueueEntry,
+  QueueEntrySchema,
+} from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 
 export const DEFAULT_QUEUE_DIR = '/var/lib/ferry/delete-queue';
 export const DEFAULT_QUEUE_LIMIT = 1024;
@@ -21,16 +28,44 @@ export function entryNameOf(network: string, containerId: string, ifName: string
 }
 
 export function prepareQueueDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  io(`create the delete queue ${dir}`, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+}
+
+/**
+ * The entry exactly as ferryd will read it: what ferryd would set aside unapplied is refused here, while
+ * the runtime can still be told. Pod fields are only informative, so ones ferryd would refuse are left
+ * out rather than failing the DEL.
+ */
+export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
+  let doc: QueueEntry = { version: QUEUE_ENTRY_VERSION, ...entry };
+  if (entry.pod && !QueueEntrySchema.safeParse(doc).success) {
+    const { pod: _dropped, ...rest } = doc;
+    doc = rest;
+  }
+  const r = QueueEntrySchema.safeParse(doc);
+  if (!r.success) {
+    throw new CniError(
+      Code.InvalidConfig,
+      `queue DEL of ${entry.containerId}/${entry.ifName}: ${describeFirstIssue(r.error)}`,
+    );
+  }
+  if (Buffer.byteLength(JSON.stringify(r.data)) > QUEUE_ENTRY_MAX_BYTES) {
+    throw new CniError(
+      Code.InvalidConfig,
+      `queue DEL of ${entry.containerId}/${entry.ifName}: the entry is larger than ${QUEUE_ENTRY_MAX_BYTES} bytes`,
+    );
+  }
+  return r.data;
 }
 
 /**
  * Writes the entry: temp file, fsync, rename, fsync of the directory. A repeated DEL replaces its own
  * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
+ * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
-export function writeEntry(dir: string, limit: number, entry: Omit<QueueEntry, 'version'>): string {
+export function writeEntry(dir: string, limit: number, entry: QueueEntry): string {
   const name = entryNameOf(entry.network, entry.containerId, entry.ifName);
-  const pending = readdirSync(dir).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
+  const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(
       Code.QueueFull,
@@ -39,9 +74,18 @@ export function writeEntry(dir: string, limit: number, entry: Omit<QueueEntry, '
     );
   }
   // The temp file starts with .tmp-: ferryd's drain knows it for a write in progress.
-  writeFileAtomically(dir, name, JSON.stringify({ version: QUEUE_ENTRY_VERSION, ...entry }), {
-    mode: 0o600,
-    tempPrefix: '.tmp-',
-  });
+  io(`write ${dir}/${name}`, () =>
+    writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-' }),
+  );
   return name;
+}
+
+/** A file system failure (ENOSPC, EROFS, EACCES…) as code 5, naming what was being done. */
+function io<T>(what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new CniError(Code.IoFailure, `${what}: ${e.code ?? e.message}`, '', { cause: err });
+  }
 }

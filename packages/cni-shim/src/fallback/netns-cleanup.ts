@@ -1,14 +1,26 @@
 /**
- * Cleaning a pod's netns with no state at all (ferryd is down): every delegated device goes home, the
- * InfraNIC veth is deleted. Delegated devices are recognised by the marker ADD put on them (their alias
- * names the host device) or, if the pod overwrote it, by being neither a veth nor loopback. A device
- * whose host name is unknown or taken travels home under `frt<mac>`; ferryd renames it by MAC later.
- * Best effort by design: the queue entry is already durable, and a device left behind returns to the
- * node when the netns dies, where ferryd's reconciler finds it.
+ * Cleaning a pod's netns with no state at all (ferryd is down): this attachment's delegated devices go
+ * home, its InfraNIC veth is deleted. Without a record, only what is surely this attachment's is
+ * touched: a device whose marker names this attachment, or an unmarked physical device (the pod
+ * overwrote the alias; a VF has no link kind). A macvlan, a tunnel, another plugin's or another
+ * attachment's device stays where it is. A device whose host name is unknown or taken travels home
+ * under `frt<mac>`; ferryd renames it by MAC later. Best effort by design: the queue entry is already
+ * durable, and a physical device left behind returns to the node when the netns dies, where ferryd's
+ * reconciler finds it.
  */
 import { IpBatch, type IpLink, netnsAt, SELF } from '@ferry/net';
 import type { Deps } from '../deps';
-import { hostNameFromMarker, listOrNone, moveHome, travelNameOf } from '../nic/delegated';
+import { listOrNone, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
+
+/** What the daemon-down DEL of attachment `ifName` does with link `l` of the pod. */
+export function stateless(l: IpLink, ifName: string): 'delete-veth' | 'send-home' | 'leave' {
+  if (l.ifname === 'lo' || l.link_type === 'loopback') return 'leave';
+  const marker = parseMarker(l.ifalias);
+  if (marker) return marker.attachmentIfName === ifName && l.address ? 'send-home' : 'leave';
+  const kind = l.linkinfo?.info_kind;
+  if (kind === 'veth') return l.ifname === ifName ? 'delete-veth' : 'leave';
+  return kind === undefined && l.link_type === 'ether' && l.address ? 'send-home' : 'leave';
+}
 
 export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Promise<void> {
   if (!netns) return;
@@ -19,14 +31,10 @@ export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Pro
   }
   const nodeNames = new Set((await d.ip.listLinks(SELF)).map((l) => l.ifname));
   for (const l of links) {
-    const kind = l.linkinfo?.info_kind;
-    if (l.ifname === 'lo' || l.link_type === 'loopback') continue;
-    const marked = hostNameFromMarker(l.ifalias);
-    if (kind === 'veth' && !marked) {
-      if (l.ifname === ifName) await deleteInfraVeth(netns, l, d);
-      continue;
-    }
-    if (!l.address) continue;
+    const what = stateless(l, ifName);
+    if (what === 'delete-veth') await deleteInfraVeth(netns, l, d);
+    if (what !== 'send-home' || !l.address) continue;
+    const marked = parseMarker(l.ifalias)?.hostIfName;
     const home = marked && !nodeNames.has(marked) ? marked : travelNameOf(l.address);
     try {
       await moveHome(l, links, { mac: l.address, hostIfName: home, netns, restoreAlias: '' }, d);

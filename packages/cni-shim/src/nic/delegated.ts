@@ -2,22 +2,24 @@
  * The DelegatedNIC: a host device (an SR-IOV VF in production) moved into the pod for its exclusive use,
  * and always brought home.
  *
- * ADD moves the device under its host name and renames it inside the pod, so the node never sees a
- * rename (udev and NetworkManager race with quick renames on the host, which is why host-device went
- * through a temporary netns). Only when the pod already has a link of that name does the device travel
- * under a temporary name. A marker on the link (its alias) names the host device, for the daemon-down
- * DEL, which has no state; ferryd's record stays the source of truth.
+ * ADD moves the device under its host name and renames it inside the pod, so on the common path the
+ * node sees no rename (udev and NetworkManager race with quick renames on the host, which is why
+ * host-device went through a temporary netns). Only when a name clashes does the device travel under a
+ * temporary `frt<mac>` name and get renamed where it lands. A marker on the link (its alias) names the
+ * host device and the attachment, for the daemon-down DEL, which has no state; ferryd's record stays the
+ * source of truth.
  *
- * DEL finds the device by the ifindex recorded after the final move, then by MAC, then by name, so a
- * device renamed inside the pod still goes home. It is renamed inside the pod and then moved out; if its
- * host name is taken, nothing is moved and the error names the clash (a retried DEL succeeds once the
- * name is free).
+ * DEL finds the device by the ifindex recorded after the final move, then by MAC, then by name (only a
+ * link that is Ferry's), so a device renamed inside the pod still goes home, with the MAC it came with.
+ * It is renamed inside the pod and then moved out; if its host name is taken, nothing is moved and the
+ * error names the clash (a retried DEL succeeds once the name is free).
  */
 import {
   IpBatch,
   type IpLink,
   IpLinkListSchema,
   isNameTaken,
+  isNameTakenAt,
   type Netns,
   netnsAt,
   parseOne,
@@ -30,13 +32,24 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Deps } from '../deps';
 import type { Rollback } from '../rollback';
 
-/** The link alias that names the device's host name while it is in a pod. */
-export const MARKER_PREFIX = 'ferry:host-ifname=';
-export const markerOf = (hostIfName: string) => `${MARKER_PREFIX}${hostIfName}`;
+/**
+ * The link alias of a device while it is in a pod: its host name and the CNI_IFNAME of the attachment
+ * that took it. Interface names hold no whitespace, so a space separates the two.
+ */
+const MARKER_PREFIX = 'ferry:host-ifname=';
+export const markerOf = (hostIfName: string, attachmentIfName: string) =>
+  `${MARKER_PREFIX}${hostIfName} attachment=${attachmentIfName}`;
 
-/** The host name a marker names, when the alias is a Ferry marker. */
-export function hostNameFromMarker(alias: string | undefined): string | undefined {
-  return alias?.startsWith(MARKER_PREFIX) ? alias.slice(MARKER_PREFIX.length) || undefined : undefined;
+export interface Marker {
+  hostIfName: string;
+  attachmentIfName: string;
+}
+
+/** What a Ferry marker says, or undefined when the alias is not one. */
+export function parseMarker(alias: string | undefined): Marker | undefined {
+  if (!alias?.startsWith(MARKER_PREFIX)) return undefined;
+  const m = /^(\S+) attachment=(\S+)$/.exec(alias.slice(MARKER_PREFIX.length));
+  return m?.[1] && m[2] ? { hostIfName: m[1], attachmentIfName: m[2] } : undefined;
 }
 
 /** A name that clashes nowhere: `frt` + the MAC's last 12 hex digits (15 bytes). */
@@ -49,10 +62,11 @@ export const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
 
 export async function buildDelegatedNic(
   plan: DelegatedNicPlan,
-  netns: string,
+  at: { netns: string; attachmentIfName: string },
   undo: Rollback,
   d: Deps,
 ): Promise<BuiltNic> {
+  const { netns } = at;
   const pod = netnsAt(netns);
   const dev = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, plan.mac));
   if (!dev) {
@@ -71,12 +85,16 @@ export async function buildDelegatedNic(
   try {
     await d.ip.apply(
       SELF,
-      new IpBatch().setDown(dev.ifname).setAlias(dev.ifname, markerOf(plan.hostIfName)).moveTo(dev.ifname, netns),
+      new IpBatch()
+        .setDown(dev.ifname)
+        .setAlias(dev.ifname, markerOf(plan.hostIfName, at.attachmentIfName))
+        .moveTo(dev.ifname, netns),
       `move device ${plan.mac} into ${netns}`,
     );
   } catch (err) {
-    if (!isNameTaken(err)) throw err;
-    // The pod has a link with the device's host name: travel under a name that clashes nowhere.
+    // Only the move (the last line) can clash: the pod has a link with the device's host name.
+    if (!isNameTakenAt(err, 2)) throw err;
+    // Travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
       SELF,
@@ -85,7 +103,8 @@ export async function buildDelegatedNic(
     );
   }
   const b = new IpBatch();
-  if (travelled !== plan.ifName) b.rename(travelled, plan.ifName);
+  const renames = travelled !== plan.ifName;
+  if (renames) b.rename(travelled, plan.ifName);
   for (const a of plan.addresses) b.addAddress(plan.ifName, a.address, { nodad: a.family === 6 });
   b.setUp(plan.ifName);
   for (const r of plan.routes) b.addRoute({ dst: r.dst, dev: plan.ifName, ...(r.gw ? { via: r.gw } : {}) });
@@ -94,7 +113,8 @@ export async function buildDelegatedNic(
   try {
     shown = await d.ip.apply(pod, b, `configure device ${plan.mac} as ${plan.ifName}`);
   } catch (err) {
-    if (isNameTaken(err)) {
+    // "File exists" from the rename is the name; from an address or a route it stays a NetError.
+    if (renames && isNameTakenAt(err, 0)) {
       throw new CniError(
         Code.InterfaceExists,
         `name device ${plan.mac} ${plan.ifName} in ${netns}: an interface with that name already exists`,
@@ -107,15 +127,19 @@ export async function buildDelegatedNic(
   return { ifName: plan.ifName, mac: link.address, containerIfIndex: link.ifindex };
 }
 
-/** Finds the device in the pod: recorded ifindex (if the MAC agrees), then MAC, then name. */
+/**
+ * Finds the device in the pod: by the ifindex recorded after the final move (a netns never reuses one,
+ * and it survives a rename and a MAC change), then by MAC (current or permanent), then by name, but
+ * only a link whose marker names this device: a stranger that took the name is never moved.
+ */
 export function findInPod(
   links: readonly IpLink[],
-  rec: { containerIfIndex?: number; mac?: string; ifName: string },
+  rec: { containerIfIndex?: number; mac: string; ifName: string; hostIfName: string },
 ): IpLink | undefined {
   return (
-    links.find((l) => l.ifindex === rec.containerIfIndex && (!rec.mac || sameMac(l.address, rec.mac))) ??
-    (rec.mac ? links.find((l) => sameMac(l.address, rec.mac)) : undefined) ??
-    links.find((l) => l.ifname === rec.ifName)
+    (rec.containerIfIndex ? links.find((l) => l.ifindex === rec.containerIfIndex) : undefined) ??
+    links.find((l) => sameMac(l.address, rec.mac) || sameMac(l.permaddr, rec.mac)) ??
+    links.find((l) => l.ifname === rec.ifName && parseMarker(l.ifalias)?.hostIfName === rec.hostIfName)
   );
 }
 
@@ -133,6 +157,7 @@ export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, 
         ...(rec.containerIfIndex ? { containerIfIndex: rec.containerIfIndex } : {}),
         mac,
         ifName: rec.ifName,
+        hostIfName,
       })
     : undefined;
   if (!dev) {
@@ -154,9 +179,10 @@ interface HomeTrip {
 }
 
 /**
- * Renames the device to its host name inside the pod, then moves it out. If the node already has a link
- * of that name, the kernel refuses the move: the pod-side name and the marker are put back, so the
- * device stays in the pod as it was, and the error names the clash.
+ * Renames the device to its host name inside the pod (and gives it back the MAC it came with, if the pod
+ * changed it), then moves it out. If the node already has a link of that name, the kernel refuses the
+ * move: the pod-side name and alias are put back, so the device stays in the pod as it was, and the
+ * error names the clash.
  */
 export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: HomeTrip, d: Deps): Promise<void> {
   const pod = netnsAt(trip.netns);
@@ -167,14 +193,19 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
   const travel = podHasName ? travelNameOf(trip.mac) : trip.hostIfName;
   const b = new IpBatch().setDown(cur);
   if (cur !== travel) b.rename(cur, travel);
+  // ferryd's inventory knows the device by this MAC.
+  if (!sameMac(dev.address, trip.mac)) b.setMac(travel, trip.mac);
   b.setAlias(travel, trip.restoreAlias).moveTo(travel, nodeNetnsPath());
   try {
     await d.ip.apply(pod, b, `return device ${trip.mac} to the node`);
   } catch (err) {
     const restore = new IpBatch();
     if (travel !== cur && (await d.ip.getLink(pod, travel))) restore.rename(travel, cur);
-    restore.setAlias(cur, markerOf(trip.hostIfName)).setUp(cur);
-    await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch(() => undefined);
+    restore.setAlias(cur, dev.ifalias ?? '');
+    if (dev.flags?.includes('UP')) restore.setUp(cur);
+    await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((restoreErr: unknown) => {
+      d.log.warn({ err: restoreErr, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
+    });
     const holder = isNameTaken(err) ? await d.ip.getLink(SELF, trip.hostIfName) : undefined;
     if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
     throw err;
@@ -185,7 +216,10 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
   d.log.info({ mac: trip.mac, from: cur, hostIfName: trip.hostIfName }, 'delegated device returned to the node');
 }
 
-/** Rollback of ADD: wherever the device is (pod or node), it ends on the node under its name, as it was. */
+/**
+ * Rollback of ADD: wherever the device is (pod or node), it ends on the node under the host name ferryd
+ * planned (the name it had when ferryd last saw it), with its alias and up/down state as they were.
+ */
 async function returnHome(
   trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean; alias: string },
   d: Deps,

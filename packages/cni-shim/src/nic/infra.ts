@@ -9,7 +9,16 @@
  * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
  * address.
  */
-import { ensureSysctl, IpBatch, type IpLink, IpLinkListSchema, isNameTaken, netnsAt, parseOne, SELF } from '@ferry/net';
+import {
+  ensureSysctl,
+  IpBatch,
+  type IpLink,
+  IpLinkListSchema,
+  isNameTakenAt,
+  netnsAt,
+  parseOne,
+  SELF,
+} from '@ferry/net';
 import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -73,9 +82,11 @@ function podSide(input: InfraBuildInput): IpBatch {
 export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: Deps): Promise<BuiltInfraNic> {
   const { plan } = input;
   const pod = netnsAt(input.netns);
+  // Armed before the host batch: it may stop after the pair exists (an address or a route refused).
+  // The name is this attachment's own, and ADD never gets this far for a committed attachment.
+  undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
   await createPair(input, d);
   d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
-  undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
   if (hasFamily(plan, 4)) {
     await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
     await ensureSysctl(['net', 'ipv4', 'ip_forward'], '1');
@@ -104,10 +115,12 @@ async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
     await d.ip.apply(SELF, hostSide(input), what);
     return;
   } catch (err) {
-    if (!isNameTaken(err)) throw err;
+    // Only the pair's own line (the first) can clash on a name; "File exists" later is a route.
+    if (!isNameTakenAt(err, 0)) throw err;
   }
   // Which name clashed? The pod's CNI_IFNAME is an error the runtime must see; a host veth with our
-  // deterministic name can only be a leftover of an earlier, interrupted ADD of this same attachment.
+  // deterministic name is a leftover of an earlier ADD of this attachment that never committed (ferryd
+  // refuses an ADD of a committed one before anything is built).
   if (await d.ip.getLink(netnsAt(input.netns), plan.ifName)) {
     throw new CniError(
       Code.InterfaceExists,

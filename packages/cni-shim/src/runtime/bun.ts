@@ -6,7 +6,8 @@
  * ferryd), and then the deadline ends the wait.
  */
 import { closeSync, openSync } from 'node:fs';
-import type { Runner } from '@ferry/net';
+// The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
+import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
 import {
   type HttpResponse,
   pollLock,
@@ -26,7 +27,10 @@ const run: Runner = async (argv, input) => {
     stdin: input === undefined ? 'ignore' : Buffer.from(input),
     stdout: 'pipe',
     stderr: 'pipe',
+    timeout: RUN_TIMEOUT_MS,
+    killSignal: 'SIGKILL',
   });
+  if (p.exitedDueToTimeout) return timedOut(p.stdout.toString(), p.stderr.toString());
   return { exitCode: p.exitCode ?? 1, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
 };
 

@@ -10,9 +10,10 @@
  * - renames a free device that sits on the node under another name (a refund, or a daemon-down DEL that
  *   had to use a temporary name) back to its recorded name.
  * Devices of attachments still being built (allocated, not committed) are left alone: the shim is
- * moving them.
+ * moving them. So is an attachment committed after the links were listed: the listing predates its
+ * move into the pod.
  */
-import { type Ip, IpBatch, SELF } from '@ferry/net';
+import { type Ip, IpBatch, type IpLink, SELF } from '@ferry/net';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -36,6 +37,7 @@ export interface ScanResult {
 }
 
 const normalMac = (mac: string) => mac.toLowerCase();
+const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
   readonly #d: InventoryDeps;
@@ -56,6 +58,7 @@ export class Inventory {
   async scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
     const { db, devices, ip, log } = this.#d;
+    const listedAt = this.#d.now();
     const links = await ip.listLinks(SELF);
     const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
     const now = this.#d.now();
@@ -69,7 +72,8 @@ export class Inventory {
         devices.upsert(mac, c.group, byMac.get(mac)?.ifname);
       }
       for (const l of links) {
-        if (!l.address || l.ifname === 'lo') continue;
+        // Only Ethernet devices with a real MAC can be delegated (not tunnels, not loopback).
+        if (!l.address || l.link_type !== 'ether' || !ETHER_MAC.test(l.address)) continue;
         const p = this.#patterns.find((x) => x.re.test(l.ifname));
         if (!p) continue;
         const mac = normalMac(l.address);
@@ -85,7 +89,12 @@ export class Inventory {
         }
         const link = byMac.get(row.mac);
         devices.setPresence(row.mac, link !== undefined, link ? now : undefined);
-        if (link && row.interface_id !== null && row.attachment_state === 'committed') {
+        if (
+          link &&
+          row.interface_id !== null &&
+          row.attachment_state === 'committed' &&
+          (row.attachment_updated_at_ms ?? Number.POSITIVE_INFINITY) < listedAt
+        ) {
           devices.detach(row.mac);
           refunds.push(row);
         }
@@ -101,23 +110,35 @@ export class Inventory {
     for (const row of devices.all()) {
       const link = byMac.get(row.mac);
       if (!link || row.interface_id !== null || !row.host_if_name || link.ifname === row.host_if_name) continue;
-      const taken = links.find((l) => l.ifname === row.host_if_name);
-      if (taken) {
-        log.warn(
-          { mac: row.mac, name: row.host_if_name, nameNow: link.ifname },
-          'cannot rename device home: its name is taken',
-        );
-        continue;
-      }
-      await ip.apply(
-        SELF,
-        new IpBatch().setDown(link.ifname).rename(link.ifname, row.host_if_name).setAlias(row.host_if_name, ''),
-        `rename device ${row.mac} home`,
-      );
-      log.info({ mac: row.mac, from: link.ifname, to: row.host_if_name }, 'delegated device renamed home');
-      renamed++;
+      if (await this.#renameHome(row.mac, row.host_if_name, link.ifname, links)) renamed++;
     }
     return { refunded: refunds.length, renamed };
+  }
+
+  /**
+   * Renames one free device back to its recorded name. A failure is logged and left for the next scan:
+   * the device may have been taken by an ADD since the links were listed, and one device never fails
+   * the scan (or ferryd's start-up).
+   */
+  async #renameHome(mac: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
+    const { devices, ip, log } = this.#d;
+    if (links.some((l) => l.ifname === hostIfName)) {
+      log.warn({ mac, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
+      return false;
+    }
+    if (devices.get(mac)?.interface_id !== null) return false;
+    try {
+      await ip.apply(
+        SELF,
+        new IpBatch().setDown(nameNow).rename(nameNow, hostIfName).setAlias(hostIfName, ''),
+        `rename device ${mac} home`,
+      );
+    } catch (err) {
+      log.warn({ err, mac, from: nameNow, to: hostIfName }, 'could not rename device home; the next scan tries again');
+      return false;
+    }
+    log.info({ mac, from: nameNow, to: hostIfName }, 'delegated device renamed home');
+    return true;
   }
 
   list(): Device[] {

@@ -1,7 +1,8 @@
 /**
  * The state machine behind the shim API: allocate → commit → release, plus GC and force-delete. Every
- * method is one SQLite transaction, so addresses and endpoint state always change together (the
- * split Azure's CNS suffers from, issue #4829, cannot happen here).
+ * change to an attachment is one SQLite transaction (GC: one per attachment it releases), so addresses
+ * and endpoint state always change together (the split Azure's CNS suffers from, issue #4829, cannot
+ * happen here).
  */
 import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
 import type { ReservationRequest } from '@ferry/shared-types/api/devices';
@@ -41,14 +42,32 @@ export class Attachments {
     this.#d = deps;
   }
 
-  /** Idempotent per (network, containerId, ifName): the same request returns the same plan. */
-  allocate(req: AllocateRequest): Allocation {
+  /**
+   * Idempotent per (network, containerId, ifName) until commit: the same request returns the same plan
+   * (an ADD retried after it was interrupted). `created` tells a new attachment from a repeated one.
+   */
+  allocate(req: AllocateRequest): { plan: Allocation; created: boolean } {
     return this.#d.db.transaction(() => {
       const { endpoints, ipam } = this.#d;
       const existing = endpoints.getAttachment(req.containerId, req.ifName);
       if (existing) {
         if (existing.network !== req.network) throw conflictingNetwork(existing, req.network);
-        return this.#planOf(existing);
+        if (existing.state === 'committed') {
+          throw new CniError(
+            Code.AttachmentConflict,
+            `allocate ${req.containerId}/${req.ifName}: the attachment is already set up (committed at ${new Date(existing.updated_at_ms).toISOString()}); DEL it before adding it again`,
+          );
+        }
+        // A DEL queued before this moment must not release what this ADD is about to build.
+        endpoints.touch(existing.id, this.#d.now());
+        return { plan: this.#planOf(existing), created: false };
+      }
+      const clash = endpoints.interfacesOfContainer(req.containerId).find((i) => i.if_name === req.ifName);
+      if (clash) {
+        throw new CniError(
+          Code.AttachmentConflict,
+          `allocate ${req.containerId}/${req.ifName}: "${req.ifName}" is already a delegated interface of this container`,
+        );
       }
       const net = ipam.network(req.network);
       const wanted = this.#wantedDevices(req);
@@ -79,7 +98,7 @@ export class Attachments {
       this.#attachDevices(req, attachmentId, wanted);
       const created = endpoints.getAttachmentById(attachmentId);
       if (!created) throw new CniError(Code.Internal, `attachment ${attachmentId} vanished inside its transaction`);
-      return this.#planOf(created);
+      return { plan: this.#planOf(created), created: true };
     })();
   }
 
@@ -123,24 +142,28 @@ export class Attachments {
     return ep;
   }
 
-  /** Releases one attachment: addresses into cooldown and state deleted, together. Unknown = success. */
-  release(containerId: string, network: string, ifName: string): ReleaseResult {
+  /**
+   * Releases one attachment: addresses into cooldown and state deleted, together. Unknown = success.
+   * With `generation`, only that generation is released (another one is left alone, as unknown).
+   */
+  release(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
     return this.#d.db.transaction(() => {
       const a = this.#d.endpoints.getAttachment(containerId, ifName);
       if (!a || a.network !== network) return { released: [] };
+      if (generation !== undefined && a.id !== generation) return { released: [] };
       return { released: this.#releaseAttachment(a) };
     })();
   }
 
   /**
-   * Applies a queued DEL. An attachment created after the DEL was queued is a re-ADD of the same
-   * container and ifName and is left alone ('stale').
+   * Applies a queued DEL. An attachment allocated or committed after the DEL was queued belongs to a
+   * re-ADD of the same container and ifName and is left alone ('stale').
    */
   releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
     return this.#d.db.transaction(() => {
       const a = this.#d.endpoints.getAttachment(entry.containerId, entry.ifName);
       if (!a || a.network !== entry.network) return 'absent';
-      if (a.created_at_ms > Date.parse(entry.queuedAt)) return 'stale';
+      if (a.updated_at_ms > Date.parse(entry.queuedAt)) return 'stale';
       this.#releaseAttachment(a);
       return 'released';
     })();
@@ -175,8 +198,11 @@ export class Attachments {
     const wanted: WantedDevice[] = [];
     const { namespace, name } = req.pod ?? {};
     if (namespace && name) {
+      // The pod's other attachments may already hold its reserved devices: those stay where they are.
+      const own = new Set(this.#d.endpoints.interfacesOfContainer(req.containerId).map((i) => i.id));
       for (const row of devices.reservedFor(namespace, name)) {
         const reservation = reservationOf(row);
+        if (row.interface_id !== null && own.has(row.interface_id)) continue;
         if (row.interface_id !== null) {
           throw new CniError(
             Code.DeviceUnavailable,

@@ -21,14 +21,13 @@ export function pickFree(
   cursorHex: string | null,
   nowMs: number,
 ): Picked {
-  // Cooled-down rows go first, so every remaining row is an address that cannot be handed out: the
-  // count is then exact, and exhaustion is known without walking the pool.
+  // Cooled-down rows go first, so the rows left are addresses that cannot be handed out, and exhaustion
+  // is known from a count without walking the pool.
   pools.sweepPool(poolId, nowMs);
-  if (BigInt(pools.countHeld(poolId)) >= spec.size) throw exhausted(spec);
+  if (heldIn(pools, spec, poolId, nowMs) >= spec.size) throw exhausted(spec);
   let candidate =
     cursorHex === null ? nextCandidate(spec, spec.start - 1n) : nextCandidate(spec, addressOfHex(spec, cursorHex));
-  // At most one full lap: the count above says a free address exists, unless rows outside the
-  // range (left by an earlier, wider config) were counted; the lap bound makes that case fail cleanly.
+  // The count says a free candidate exists; the lap bound only guards against a store changed under us.
   for (let steps = 0n; steps < spec.size; steps++) {
     const hex = offsetHex(spec, candidate);
     if (!pools.getAddress(poolId, hex)) {
@@ -38,6 +37,18 @@ export function pickFree(
     candidate = nextCandidate(spec, candidate);
   }
   throw exhausted(spec);
+}
+
+/**
+ * Held addresses inside the allocatable range: rows outside it (left by an earlier, wider range) or in
+ * an exclusion do not use up the pool.
+ */
+export function heldIn(pools: PoolStore, spec: PoolSpec, poolId: number, nowMs: number): bigint {
+  const count = (lo: bigint, hi: bigint) =>
+    BigInt(pools.countHeld(poolId, offsetHex(spec, lo), offsetHex(spec, hi), nowMs));
+  let held = count(spec.start, spec.end);
+  for (const [lo, hi] of spec.exclusions) held -= count(lo, hi);
+  return held;
 }
 
 function exhausted(spec: PoolSpec): CniError {

@@ -63,6 +63,11 @@ export function contains(c: Cidr, n: bigint): boolean {
   return n >= c.base && n <= lastOf(c);
 }
 
+/** True when the two CIDRs share an address (same family only). */
+export function overlaps(a: Cidr, b: Cidr): boolean {
+  return a.family === b.family && a.base <= lastOf(b) && b.base <= lastOf(a);
+}
+
 export function formatCidr(c: Cidr): string {
   return `${fromBigInt(c.base, c.family)}/${c.prefix}`;
 }

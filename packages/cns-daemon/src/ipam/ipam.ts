@@ -9,7 +9,7 @@ import type { FerrydConfig, NetworkConfig } from '../config';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';
-import type { Family } from './cidr';
+import { type Family, overlaps, parseCidr } from './cidr';
 import { type PoolSpec, poolSpecsOf } from './pool';
 
 export interface NetworkPools {
@@ -38,6 +38,25 @@ export class Ipam {
         entry.pools.push({ spec, poolId: row.id });
       }
       this.#networks.set(net.name, entry);
+    }
+    this.#refuseOverlapWithStored();
+  }
+
+  /**
+   * A network renamed or removed while its pods still hold addresses keeps its pool rows; a configured
+   * pool overlapping them would hand those addresses out a second time.
+   */
+  #refuseOverlapWithStored(): void {
+    const configured = [...this.#networks.values()].flatMap((n) => n.pools);
+    for (const row of this.#pools.allPools()) {
+      if (configured.some((p) => p.poolId === row.id)) continue;
+      const clash = configured.find((p) => overlaps(p.spec.subnet, parseCidr(row.subnet)));
+      if (!clash) continue;
+      const held = this.#pools.countRows(row.id);
+      if (held === 0) continue;
+      throw new StartupError(
+        `network "${clash.spec.network}" IPv${clash.spec.family}: subnet ${clash.spec.subnetText} overlaps ${row.subnet} of network "${row.network}", which is no longer configured but still holds ${held} addresses; release them (ferryctl endpoints) or configure "${row.network}" again first`,
+      );
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import type { PodRoute } from '@ferry/shared-types/api/common';
 import type { NetworkConfig, PoolConfig } from '../config';
-import { type Cidr, type Family, familyOf, formatCidr, lastOf, parseCidr, toBigInt } from './cidr';
+import { type Cidr, type Family, formatCidr, lastOf, parseCidr, toBigInt } from './cidr';
 
 /**
  * Every pod's gateway is a link-local address no interface owns on IPv4 (169.254.1.1) and the link-local
@@ -102,5 +102,3 @@ export function nextCandidate(spec: PoolSpec, a: bigint): bigint {
     n = ex[1] + 1n;
   }
 }
-
-export { familyOf };

@@ -14,19 +14,21 @@
 import { createHash } from 'node:crypto';
 import {
   closeSync,
+  existsSync,
   type FSWatcher,
   lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
-  readFileSync,
   renameSync,
   unlinkSync,
   watch,
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { readSmallFile } from '@ferry/files/read-small';
 import {
+  QUEUE_ENTRY_MAX_BYTES,
   QUEUE_ENTRY_NAME_RE,
   type QueueEntry,
   QueueEntrySchema,
@@ -39,7 +41,6 @@ import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
 
-export const MAX_ENTRY_BYTES = 64 * 1024;
 export const MAX_ATTEMPTS = 5;
 /** A shim's temp file this old was abandoned (the shim died between write and rename). */
 const ABANDONED_TMP_MS = 60_000;
@@ -68,6 +69,7 @@ export class Drainer {
   #watcher: FSWatcher | undefined;
   #draining: Promise<DrainResult> | undefined;
   #again = false;
+  #stopped = false;
   /** Applied since start (metrics). */
   appliedTotal = 0;
 
@@ -123,13 +125,17 @@ export class Drainer {
     );
   }
 
-  stop(): void {
+  /** Stops watching and waits for a pass in flight, so the store can close under no one. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
     this.#watcher?.close();
     this.#watcher = undefined;
     this.unlock();
+    await this.#draining?.catch(() => undefined);
   }
 
   drainSoon(): void {
+    if (this.#stopped) return;
     this.drain().catch((err: unknown) => this.#d.log.error({ err }, 'draining the delete queue failed'));
   }
 
@@ -224,9 +230,10 @@ export class Drainer {
   /** Moves a file aside into failed/, under a hash of its name (the name itself may be hostile). */
   #setAside(name: string, reason: string): void {
     const failed = join(this.#d.dir, FAILED);
-    mkdirSync(failed, { recursive: true, mode: 0o700 });
     const id = createHash('sha256').update(name).digest('hex');
     try {
+      // Fails when something else took the name failed (a file): the entry then stays where it is.
+      mkdirSync(failed, { recursive: true, mode: 0o700 });
       renameSync(join(this.#d.dir, name), join(failed, id));
     } catch (err) {
       this.#d.log.error({ err, entry: name }, 'could not move a queue entry aside');
@@ -291,7 +298,7 @@ export class Drainer {
     return names
       .filter((n) => /^[0-9a-f]{64}\.reason\.json$/.test(n))
       .flatMap((n) => {
-        const r = ReasonSchema.safeParse(safeJson(readFileSync(join(failed, n), 'utf8')));
+        const r = ReasonSchema.safeParse(safeJson(readReason(join(failed, n))));
         return r.success ? [{ file: n.slice(0, 64), ...r.data }] : [];
       });
   }
@@ -300,31 +307,48 @@ export class Drainer {
   retryFailed(file: string): void {
     const failed = join(this.#d.dir, FAILED);
     const reasonPath = join(failed, `${file}.reason.json`);
-    let reason: z.infer<typeof ReasonSchema>;
-    try {
-      reason = ReasonSchema.parse(JSON.parse(readFileSync(reasonPath, 'utf8')));
-    } catch {
-      throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
-    }
+    const r = ReasonSchema.safeParse(safeJson(readReason(reasonPath)));
+    if (!r.success) throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
+    const reason = r.data;
     if (!QUEUE_ENTRY_NAME_RE.test(reason.originalName)) {
       throw new CniError(
         Code.InvalidConfig,
         `delete queue: ${file} was not written by ferry-cni ("${reason.originalName}"); it cannot be retried`,
       );
     }
-    renameSync(join(failed, file), join(this.#d.dir, reason.originalName));
+    const target = join(this.#d.dir, reason.originalName);
+    if (existsSync(target)) {
+      throw new CniError(
+        Code.AttachmentConflict,
+        `delete queue: a newer DEL of the same attachment is pending (${reason.originalName}); it will be applied instead`,
+      );
+    }
+    try {
+      renameSync(join(failed, file), target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
+      }
+      throw err;
+    }
     unlinkSync(reasonPath);
     this.#d.log.info({ entry: reason.originalName }, 'failed delete queue entry put back');
     this.drainSoon();
   }
 }
 
+/** A reason file's text, or undefined when it cannot be read as one. */
+function readReason(path: string): string | undefined {
+  try {
+    return readSmallFile(path, 4096);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Reads and validates one entry file; throws with the reason it cannot be applied. */
 export function readEntry(path: string): QueueEntry {
-  const st = lstatSync(path);
-  if (!st.isFile()) throw new Error('not a regular file');
-  if (st.size > MAX_ENTRY_BYTES) throw new Error(`larger than ${MAX_ENTRY_BYTES} bytes`);
-  const text = readFileSync(path, 'utf8');
+  const text = readSmallFile(path, QUEUE_ENTRY_MAX_BYTES);
   let doc: unknown;
   try {
     doc = JSON.parse(text);
@@ -338,7 +362,8 @@ export function readEntry(path: string): QueueEntry {
   return r.data;
 }
 
-function safeJson(text: string): unknown {
+function safeJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
   try {
     return JSON.parse(text);
   } catch {

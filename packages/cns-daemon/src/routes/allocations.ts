@@ -25,21 +25,20 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       if (!lifecycle.isReady) {
         throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
       }
-      const before = req.body;
-      const allocation = attachments.allocate(before);
-      const isNew = allocation.nics.every((n) => n.addresses.length > 0);
-      if (isNew) metrics.allocations.inc({ network: before.network });
+      const { plan, created } = attachments.allocate(req.body);
+      if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(
         {
-          containerId: before.containerId,
-          ifName: before.ifName,
-          network: before.network,
-          generation: allocation.generation,
-          addresses: allocation.nics.flatMap((n) => n.addresses.map((a) => a.address)),
+          containerId: plan.containerId,
+          ifName: plan.ifName,
+          network: plan.network,
+          generation: plan.generation,
+          created,
+          addresses: plan.nics.flatMap((n) => n.addresses.map((a) => a.address)),
         },
         'allocated',
       );
-      return allocation;
+      return plan;
     },
   );
 };

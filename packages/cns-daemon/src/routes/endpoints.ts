@@ -58,8 +58,8 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (req) => {
-      const { network, ifName } = req.query;
-      const result = attachments.release(req.params.containerId, network, ifName);
+      const { network, ifName, generation } = req.query;
+      const result = attachments.release(req.params.containerId, network, ifName, generation);
       if (result.released.length > 0) metrics.releases.inc({ network });
       if (result.released.some((r) => r.nicType === 'DelegatedNIC')) reconcileSoon();
       req.log.info(

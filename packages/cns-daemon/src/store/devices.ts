@@ -7,6 +7,7 @@ const AssignmentRowSchema = z.extend(DeviceRowSchema, {
   container_id: z.nullable(z.string()),
   if_name: z.nullable(z.string()),
   attachment_state: z.nullable(z.string()),
+  attachment_updated_at_ms: z.nullable(z.number()),
   pod_namespace: z.nullable(z.string()),
   pod_name: z.nullable(z.string()),
 });
@@ -25,7 +26,6 @@ export class DeviceStore {
   readonly #all;
   readonly #remove;
   readonly #setPresence;
-  readonly #setHostName;
   readonly #assign;
   readonly #detach;
   readonly #freeOfGroup;
@@ -41,7 +41,7 @@ export class DeviceStore {
     this.#get = db.prepare('SELECT * FROM devices WHERE mac = ?');
     this.#all = db.prepare(
       `SELECT d.*, i.container_id AS container_id, i.if_name AS if_name, a.state AS attachment_state,
-         a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
+         a.updated_at_ms AS attachment_updated_at_ms, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
        FROM devices d LEFT JOIN interfaces i ON i.id = d.interface_id LEFT JOIN attachments a ON a.id = i.attachment_id
        ORDER BY d.grp, d.mac`,
     );
@@ -49,7 +49,6 @@ export class DeviceStore {
     this.#setPresence = db.prepare(
       'UPDATE devices SET present = ?, seen_at_ms = coalesce(?, seen_at_ms) WHERE mac = ?',
     );
-    this.#setHostName = db.prepare('UPDATE devices SET host_if_name = ? WHERE mac = ?');
     this.#assign = db.prepare('UPDATE devices SET interface_id = ? WHERE mac = ? AND interface_id IS NULL');
     this.#detach = db.prepare('UPDATE devices SET interface_id = NULL WHERE mac = ?');
     this.#freeOfGroup = db.prepare(
@@ -89,10 +88,6 @@ export class DeviceStore {
 
   setPresence(mac: string, present: boolean, seenAtMs?: number): void {
     this.#setPresence.run(present ? 1 : 0, seenAtMs ?? null, mac);
-  }
-
-  setHostName(mac: string, name: string): void {
-    this.#setHostName.run(name, mac);
   }
 
   /** Assigns a free device; false when it was taken meanwhile. */

@@ -41,6 +41,7 @@ export class EndpointStore {
   readonly #attachmentsOfNetwork;
   readonly #allAttachments;
   readonly #commitAttachment;
+  readonly #touchAttachment;
   readonly #deleteAttachment;
   readonly #insertInterface;
   readonly #interfacesOfAttachment;
@@ -61,6 +62,7 @@ export class EndpointStore {
     this.#attachmentsOfNetwork = db.prepare('SELECT * FROM attachments WHERE network = ? ORDER BY id');
     this.#allAttachments = db.prepare('SELECT * FROM attachments ORDER BY id');
     this.#commitAttachment = db.prepare(`UPDATE attachments SET state = 'committed', updated_at_ms = ? WHERE id = ?`);
+    this.#touchAttachment = db.prepare('UPDATE attachments SET updated_at_ms = ? WHERE id = ?');
     this.#deleteAttachment = db.prepare('DELETE FROM attachments WHERE id = ?');
     this.#insertInterface = db.prepare(
       `INSERT INTO interfaces (attachment_id, position, container_id, if_name, endpoint_id, nic_type, routes_json,
@@ -121,6 +123,11 @@ export class EndpointStore {
 
   markCommitted(attachmentId: number, nowMs: number): void {
     this.#commitAttachment.run(nowMs, attachmentId);
+  }
+
+  /** Records that an ADD took the attachment up again (a queued DEL older than this leaves it alone). */
+  touch(attachmentId: number, nowMs: number): void {
+    this.#touchAttachment.run(nowMs, attachmentId);
   }
 
   /** Deletes the attachment; its interfaces go with it (ON DELETE CASCADE). */

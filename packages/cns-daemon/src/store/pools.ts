@@ -16,11 +16,11 @@ export type AddressListRow = z.infer<typeof AddressListRowSchema>;
 
 export class PoolStore {
   readonly #getPool;
+  readonly #allPools;
   readonly #insertPool;
   readonly #updatePoolSubnet;
   readonly #countAddressesOfPool;
   readonly #setCursor;
-  readonly #rowsFrom;
   readonly #getAddress;
   readonly #assign;
   readonly #addressesOfInterface;
@@ -33,13 +33,11 @@ export class PoolStore {
 
   constructor(db: Db) {
     this.#getPool = db.prepare('SELECT * FROM pools WHERE network = ? AND family = ?');
+    this.#allPools = db.prepare('SELECT * FROM pools ORDER BY id');
     this.#insertPool = db.prepare('INSERT INTO pools (network, family, subnet) VALUES (?, ?, ?)');
     this.#updatePoolSubnet = db.prepare('UPDATE pools SET subnet = ?, cursor_hex = NULL WHERE id = ?');
     this.#countAddressesOfPool = db.prepare('SELECT count(*) AS n FROM addresses WHERE pool_id = ?');
     this.#setCursor = db.prepare('UPDATE pools SET cursor_hex = ? WHERE id = ?');
-    this.#rowsFrom = db.prepare(
-      'SELECT * FROM addresses WHERE pool_id = ? AND offset_hex >= ? ORDER BY offset_hex LIMIT ?',
-    );
     this.#getAddress = db.prepare('SELECT * FROM addresses WHERE pool_id = ? AND offset_hex = ?');
     this.#assign = db.prepare(
       `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
@@ -53,7 +51,11 @@ export class PoolStore {
        WHERE interface_id = ?`,
     );
     this.#sweep = db.prepare(`DELETE FROM addresses WHERE state = 'PendingRelease' AND available_at_ms <= ?`);
-    this.#countHeld = db.prepare('SELECT count(*) AS n FROM addresses WHERE pool_id = ?');
+    // Offsets are fixed-width lowercase hex, so text order is numeric order.
+    this.#countHeld = db.prepare(
+      `SELECT count(*) AS n FROM addresses WHERE pool_id = ? AND offset_hex BETWEEN ? AND ?
+         AND (state = 'Assigned' OR available_at_ms > ?)`,
+    );
     this.#sweepPool = db.prepare(
       `DELETE FROM addresses WHERE pool_id = ? AND state = 'PendingRelease' AND available_at_ms <= ?`,
     );
@@ -75,6 +77,15 @@ export class PoolStore {
     return row === undefined ? undefined : parseRow(PoolRowSchema, row, 'pools');
   }
 
+  allPools(): PoolRow[] {
+    return this.#allPools.all().map((r) => parseRow(PoolRowSchema, r, 'pools'));
+  }
+
+  /** Rows of the pool in any state (assigned or cooling down). */
+  countRows(poolId: number): number {
+    return parseRow(CountSchema, this.#countAddressesOfPool.get(poolId), 'addresses').n;
+  }
+
   /**
    * Makes sure the pool row exists with `subnet`. A subnet change is accepted only while the pool holds
    * no address: renumbering under live pods would hand their addresses to others.
@@ -86,7 +97,7 @@ export class PoolStore {
       return { id, network, family, subnet, cursor_hex: null };
     }
     if (existing.subnet === subnet) return existing;
-    const held = parseRow(CountSchema, this.#countAddressesOfPool.get(existing.id), 'addresses').n;
+    const held = this.countRows(existing.id);
     if (held > 0) return { conflict: existing.subnet, held };
     this.#updatePoolSubnet.run(subnet, existing.id);
     return { ...existing, subnet, cursor_hex: null };
@@ -94,11 +105,6 @@ export class PoolStore {
 
   setCursor(poolId: number, offsetHex: string): void {
     this.#setCursor.run(offsetHex, poolId);
-  }
-
-  /** Stored rows at or after `fromHex`, in offset order: what allocation must step over. */
-  rowsFrom(poolId: number, fromHex: string, limit: number): AddressRow[] {
-    return this.#rowsFrom.all(poolId, fromHex, limit).map((r) => parseRow(AddressRowSchema, r, 'addresses'));
   }
 
   getAddress(poolId: number, offsetHex: string): AddressRow | undefined {
@@ -125,9 +131,9 @@ export class PoolStore {
     return this.#sweep.run(nowMs).changes;
   }
 
-  /** Rows of the pool: after sweepPool, exactly the addresses that cannot be handed out now. */
-  countHeld(poolId: number): number {
-    return parseRow(CountSchema, this.#countHeld.get(poolId), 'addresses').n;
+  /** Addresses of the pool between two offsets (inclusive) that cannot be handed out at `nowMs`. */
+  countHeld(poolId: number, fromHex: string, toHex: string, nowMs: number): number {
+    return parseRow(CountSchema, this.#countHeld.get(poolId, fromHex, toHex, nowMs), 'addresses').n;
   }
 
   /** Drops the pool's PendingRelease rows whose cooldown has ended: those addresses are Available. */

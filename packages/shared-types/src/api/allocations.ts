@@ -1,7 +1,8 @@
 /**
  * POST /v1/allocations — the first step of ADD. Idempotent per (network, containerId, ifName): a repeated
  * request returns the same plan (same addresses, same devices, same generation) until the attachment is
- * released.
+ * committed or released. An ADD of a committed attachment is refused (code 105): the spec forbids a
+ * second ADD without a DEL, and building it again would tear down the live pod's interfaces.
  */
 import * as z from 'zod/mini';
 import { DelegatedNicsRequestSchema } from '../cni/config';

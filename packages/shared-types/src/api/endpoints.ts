@@ -66,6 +66,11 @@ export type Endpoint = z.infer<typeof EndpointSchema>;
 export const ReleaseQuerySchema = z.strictObject({
   network: NetworkNameSchema,
   ifName: IfNameSchema,
+  /**
+   * Release only this generation of the attachment: an ADD rolling back passes the one it allocated,
+   * so it can never release an attachment another ADD made meanwhile.
+   */
+  generation: z.optional(z.coerce.number().check(z.int(), z.positive())),
 });
 export type ReleaseQuery = z.infer<typeof ReleaseQuerySchema>;
 

@@ -84,7 +84,7 @@ export const NetConfSchema = z.looseObject({
   dns: doc(z.optional(ConfDnsSchema), "DNS for the result, when ferryd's network gives none."),
   ipam: doc(
     z.optional(z.looseObject({ type: z.optional(z.string()) })),
-    'Not supported: Ferry allocates through ferryd, and a delegated IPAM is refused (code 2).',
+    'Not supported: Ferry allocates through ferryd, and a delegated IPAM is refused on ADD, CHECK and STATUS (code 2); DEL and GC still run.',
   ),
   ipMasq: z.optional(z.boolean()),
   // Ferry's keys (DESIGN.md "Entry points").

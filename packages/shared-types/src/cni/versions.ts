@@ -30,7 +30,6 @@ export const specHas = {
   check: (v: string) => compareVersions(v, '0.4.0') >= 0,
   /** STATUS and GC exist from 1.1.0 on. */
   status: (v: string) => compareVersions(v, '1.1.0') >= 0,
-  gc: (v: string) => compareVersions(v, '1.1.0') >= 0,
   /** Results carry ips[].version below 1.0.0. */
   ipVersion: (v: string) => compareVersions(v, '1.0.0') < 0,
 } as const;

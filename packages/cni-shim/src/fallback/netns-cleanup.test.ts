@@ -1,0 +1,24 @@
+import type { IpLink } from '@ferry/net';
+import { expect, test } from 'vitest';
+import { markerOf } from '../nic/delegated';
+import { stateless } from './netns-cleanup';
+
+const link = (l: Partial<IpLink> & { ifname: string }): IpLink => ({
+  ifindex: 7,
+  address: '02:00:00:00:00:07',
+  link_type: 'ether',
+  ...l,
+});
+
+test.for([
+  ['loopback', link({ ifname: 'lo', link_type: 'loopback' }), 'leave'],
+  ['our veth', link({ ifname: 'eth0', linkinfo: { info_kind: 'veth' } }), 'delete-veth'],
+  ['another veth', link({ ifname: 'eth1', linkinfo: { info_kind: 'veth' } }), 'leave'],
+  ['our marked device', link({ ifname: 'net1', ifalias: markerOf('ens1f0v3', 'eth0') }), 'send-home'],
+  ["another attachment's device", link({ ifname: 'net2', ifalias: markerOf('ens1f0v4', 'eth1') }), 'leave'],
+  ['an unmarked VF (no link kind)', link({ ifname: 'wan0', ifalias: 'renamed by the app' }), 'send-home'],
+  ['a macvlan of another plugin', link({ ifname: 'net9', linkinfo: { info_kind: 'macvlan' } }), 'leave'],
+  ['a tunnel', link({ ifname: 'wg0', link_type: 'none', linkinfo: { info_kind: 'wireguard' } }), 'leave'],
+] as const)('without ferryd, %s: %s', ([, l, expected]) => {
+  expect(stateless(l, 'eth0')).toBe(expected);
+});

@@ -1,0 +1,30 @@
+import type { IpLink } from '@ferry/net';
+import { expect, test } from 'vitest';
+import { findInPod, markerOf, parseMarker } from './delegated';
+
+const rec = { containerIfIndex: 12, mac: '02:00:00:00:00:01', ifName: 'net1', hostIfName: 'ens1f0v3' };
+
+test('the recorded ifindex finds the device whatever its name and MAC became', () => {
+  const links: IpLink[] = [
+    { ifindex: 12, ifname: 'bond-slave', address: '02:aa:aa:aa:aa:aa' },
+    { ifindex: 13, ifname: 'net1', address: '02:00:00:00:00:01' },
+  ];
+  expect(findInPod(links, rec)?.ifindex).toBe(12);
+});
+
+test('then the MAC, current or permanent, then the name only under our marker', () => {
+  expect(findInPod([{ ifindex: 3, ifname: 'x', address: '02:00:00:00:00:01' }], rec)?.ifindex).toBe(3);
+  expect(
+    findInPod([{ ifindex: 4, ifname: 'x', address: '02:bb:00:00:00:01', permaddr: '02:00:00:00:00:01' }], rec)?.ifindex,
+  ).toBe(4);
+  const stranger: IpLink = { ifindex: 5, ifname: 'net1', address: '02:cc:00:00:00:01' };
+  expect(findInPod([stranger], rec)).toBeUndefined();
+  expect(findInPod([{ ...stranger, ifalias: markerOf('ens1f0v3', 'eth0') }], rec)?.ifindex).toBe(5);
+});
+
+test('a marker names the host device and the attachment; anything else is not a marker', () => {
+  expect(parseMarker(markerOf('ens1f0v3', 'eth0'))).toEqual({ hostIfName: 'ens1f0v3', attachmentIfName: 'eth0' });
+  expect(parseMarker('ferry:host-ifname=ens1f0v3')).toBeUndefined();
+  expect(parseMarker('the app was here')).toBeUndefined();
+  expect(parseMarker(undefined)).toBeUndefined();
+});
