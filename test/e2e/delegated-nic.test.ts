@@ -36,6 +36,7 @@ async function expectHome(node: TestNetns, ferryd: Ferryd): Promise<void> {
     const l = await link(node, d.name);
     expect(l?.address, `${d.name} is home`).toBe(d.mac);
     expect(l?.ifalias ?? '', `${d.name} carries no marker`).toBe('');
+    expect(l?.group, `${d.name} is back in the default link group`).toBe('default');
   }
   // ferryd rescans right after a release that freed devices; give that pass a moment.
   const deadline = Date.now() + 3000;
@@ -64,6 +65,7 @@ describe.for(['1.1.0', '0.4.0'])('DelegatedNIC, cniVersion %s', (cniVersion) => 
     expect(result.interfaces.slice(2).map((i) => i.mac)).toEqual(DEVICES.map((d) => d.mac));
     expect(await linkNames(pod)).toEqual(['eth0', 'lo', 'net1', 'net2']);
     expect((await link(pod, 'net1'))?.ifalias).toBe('ferry:host-ifname=eth1 attachment=eth0');
+    expect((await link(pod, 'net1'))?.group).toBe(String(0x46525259));
     expect(await linkNames(node)).not.toContain('eth1');
 
     const ep = (await ferryd.request('GET', `/v1/endpoints/${containerId}`)).json as {

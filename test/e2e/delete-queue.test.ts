@@ -111,7 +111,7 @@ test('hostile and broken queue files are set aside, never executed, never follow
   expect((await ferryd.request('GET', `/v1/endpoints/${victim.containerId}`)).status).toBe(200);
 });
 
-test("without ferryd only this attachment's marked devices leave the pod; anything else stays", async (t) => {
+test("without ferryd Ferry's devices go home, one whose alias the pod overwrote too; anything else stays", async (t) => {
   const macs = ['02:fe:00:00:aa:01', '02:fe:00:00:aa:02'];
   const { node, ferryd } = await useNode(t, {
     reconcile: { intervalSec: 0.2 },
@@ -132,26 +132,25 @@ test("without ferryd only this attachment's marked devices leave the pod; anythi
   });
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
   expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
-  // The app overwrote one device's marker: without a record, it could be anyone's.
+  // The app overwrote one device's alias, and with it the host name the marker carried.
   await inNetns(pod, 'ip', 'link', 'set', 'net2', 'alias', 'the app was here');
   await ferryd.kill('SIGKILL');
 
   const del = await runShim(node, 'DEL', call);
   expect(del.exitCode, del.stdout).toBe(0);
-  expect((await links(node)).find((l) => l.address === macs[0])?.ifname).toBe('eth5');
-  expect((await linkNames(pod)).sort()).toEqual(['lo', 'net2', 'other0']);
+  const home = async () => new Map((await links(node)).map((l) => [l.address, l.ifname]));
+  expect((await home()).get(macs[0])).toBe('eth5');
+  expect((await home()).get(macs[1])).toBe('frt02fe0000aa02');
+  expect(await linkNames(pod)).toEqual(['lo', 'other0']);
 
-  // ferryd applies the queued DEL; the device left behind is missing until its netns dies, then it is
-  // free again (a VF returns to the node by itself; a macvlan dies with the netns, so here it stays missing).
+  // ferryd applies the queued DEL and renames the travelled device by its MAC.
   await ferryd.start();
-  await waitFor('the queued DEL applied', async () => (await ferryd.assignedAddresses()).length === 0);
-  const devs = (await ferryd.request('GET', '/v1/operator/devices')).json as {
-    devices: { mac: string; state: string }[];
-  };
-  expect(devs.devices.map((d) => [d.mac, d.state])).toEqual([
-    [macs[0], 'free'],
-    [macs[1], 'missing'],
-  ]);
+  await waitFor('the device renamed home', async () => (await home()).get(macs[1]) === 'eth6');
+  const devs = (await ferryd.request('GET', '/v1/operator/devices')).json as { devices: { state: string }[] };
+  expect(devs.devices.map((d) => d.state)).toEqual(['free', 'free']);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+  const marks = (await links(node)).filter((l) => macs.includes(l.address ?? ''));
+  expect(marks.map((l) => l.ifalias ?? '')).toEqual(['', '']);
 });
 
 test('an endpoint whose netns vanished without any DEL is released after the grace period', async (t) => {

@@ -158,7 +158,7 @@ test('a malformed prevResult fails ADD before anything is asked of ferryd', asyn
   expect(r.json).toMatchObject({ code: 7, msg: expect.stringContaining('prevResult') });
 });
 
-test('DEL goes through with an ipam block; the queue entry carries what ferryd accepts, no prevResult', async () => {
+test('DEL goes through with an ipam block; the queue entry leaves out what ferryd would refuse', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   const r = await run(
@@ -179,6 +179,7 @@ test('DEL goes through with an ipam block; the queue entry carries what ferryd a
   expect(r.code, r.out.join('')).toBe(0);
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
   const entry = JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8'));
+  // A prevResult over the size limit and a pod name too long for ferryd are both left out.
   expect(QueueEntrySchema.parse(entry)).toEqual({
     version: 1,
     network: 'ferry',
@@ -186,6 +187,21 @@ test('DEL goes through with an ipam block; the queue entry carries what ferryd a
     ifName: 'eth0',
     netns: '',
     queuedAt: expect.any(String),
+  });
+  // A prevResult that fits is kept, for the record.
+  const small = await run(
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+    conf({
+      prevResult: { cniVersion: '1.1.0', interfaces: [{ name: 'eth0' }] },
+      daemonSocket: '/nonexistent/ferryd.sock',
+      deleteQueue: dir,
+      daemonTimeouts: { delWaitMs: 50 },
+    }),
+  );
+  expect(small.code).toBe(0);
+  expect(JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')).prevResult).toEqual({
+    cniVersion: '1.1.0',
+    interfaces: [{ name: 'eth0' }],
   });
 });
 

@@ -68,6 +68,11 @@ export class IpBatch {
     return this.#push(['link', 'set', 'dev', dev, 'alias', alias]);
   }
 
+  /** The link's group (IFLA_GROUP): a number, or `default` (0). */
+  setGroup(dev: string, group: number | 'default'): this {
+    return this.#push(['link', 'set', 'dev', dev, 'group', String(group)]);
+  }
+
   setMac(dev: string, mac: string): this {
     return this.#push(['link', 'set', 'dev', dev, 'address', mac]);
   }

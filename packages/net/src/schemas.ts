@@ -11,6 +11,8 @@ export const IpLinkSchema = z.looseObject({
   operstate: z.optional(z.string()),
   flags: z.optional(z.array(z.string())),
   ifalias: z.optional(z.string()),
+  /** The link group: "default", a name from /etc/iproute2/group, or the number. */
+  group: z.optional(z.string()),
   link_type: z.optional(z.string()),
   linkinfo: z.optional(z.looseObject({ info_kind: z.optional(z.string()) })),
 });

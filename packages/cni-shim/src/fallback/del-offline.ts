@@ -34,6 +34,7 @@ export async function delWithoutDaemon(
     ifName: args.ifName,
     netns: args.netns,
     ...(Object.keys(pod).length > 0 ? { pod } : {}),
+    ...(conf.prevResult !== undefined ? { prevResult: conf.prevResult } : {}),
     queuedAt: new Date().toISOString(),
   });
   prepareQueueDir(dir);

@@ -33,29 +33,28 @@ export function prepareQueueDir(dir: string): void {
 
 /**
  * The entry exactly as ferryd will read it: what ferryd would set aside unapplied is refused here, while
- * the runtime can still be told. Pod fields are only informative, so ones ferryd would refuse are left
- * out rather than failing the DEL.
+ * the runtime can still be told. prevResult and the pod fields are only for the record (ferryd releases
+ * by the key), so when they are what does not fit (too large, a pod name ferryd would refuse), they are
+ * left out rather than failing the DEL.
  */
 export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
-  let doc: QueueEntry = { version: QUEUE_ENTRY_VERSION, ...entry };
-  if (entry.pod && !QueueEntrySchema.safeParse(doc).success) {
-    const { pod: _dropped, ...rest } = doc;
-    doc = rest;
+  const { prevResult, pod, ...key } = entry;
+  const full = { version: QUEUE_ENTRY_VERSION, ...entry };
+  const candidates = [
+    full,
+    { version: QUEUE_ENTRY_VERSION, ...key, ...(prevResult !== undefined ? { prevResult } : {}) },
+    { version: QUEUE_ENTRY_VERSION, ...key, ...(pod ? { pod } : {}) },
+    { version: QUEUE_ENTRY_VERSION, ...key },
+  ];
+  let problem = '';
+  for (const c of candidates) {
+    const r = QueueEntrySchema.safeParse(c);
+    if (!r.success) problem = describeFirstIssue(r.error);
+    else if (Buffer.byteLength(JSON.stringify(r.data)) > QUEUE_ENTRY_MAX_BYTES) {
+      problem = `the entry is larger than ${QUEUE_ENTRY_MAX_BYTES} bytes`;
+    } else return r.data;
   }
-  const r = QueueEntrySchema.safeParse(doc);
-  if (!r.success) {
-    throw new CniError(
-      Code.InvalidConfig,
-      `queue DEL of ${entry.containerId}/${entry.ifName}: ${describeFirstIssue(r.error)}`,
-    );
-  }
-  if (Buffer.byteLength(JSON.stringify(r.data)) > QUEUE_ENTRY_MAX_BYTES) {
-    throw new CniError(
-      Code.InvalidConfig,
-      `queue DEL of ${entry.containerId}/${entry.ifName}: the entry is larger than ${QUEUE_ENTRY_MAX_BYTES} bytes`,
-    );
-  }
-  return r.data;
+  throw new CniError(Code.InvalidConfig, `queue DEL of ${entry.containerId}/${entry.ifName}: ${problem}`);
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { IpLink } from '@ferry/net';
 import { expect, test } from 'vitest';
-import { markerOf } from '../nic/delegated';
+import { DELEGATED_GROUP, markerOf } from '../nic/delegated';
 import { stateless } from './netns-cleanup';
 
 const link = (l: Partial<IpLink> & { ifname: string }): IpLink => ({
@@ -16,7 +16,12 @@ test.for([
   ['another veth', link({ ifname: 'eth1', linkinfo: { info_kind: 'veth' } }), 'leave'],
   ['our marked device', link({ ifname: 'net1', ifalias: markerOf('ens1f0v3', 'eth0') }), 'send-home'],
   ["another attachment's device", link({ ifname: 'net2', ifalias: markerOf('ens1f0v4', 'eth1') }), 'leave'],
-  ['an unmarked VF (no link kind)', link({ ifname: 'wan0', ifalias: 'renamed by the app' }), 'send-home'],
+  [
+    'our device whose alias the app overwrote (still in our group)',
+    link({ ifname: 'wan0', ifalias: 'renamed by the app', group: String(DELEGATED_GROUP) }),
+    'send-home',
+  ],
+  ['an unmarked VF of another plugin', link({ ifname: 'net5', group: 'default' }), 'leave'],
   ['a macvlan of another plugin', link({ ifname: 'net9', linkinfo: { info_kind: 'macvlan' } }), 'leave'],
   ['a tunnel', link({ ifname: 'wg0', link_type: 'none', linkinfo: { info_kind: 'wireguard' } }), 'leave'],
 ] as const)('without ferryd, %s: %s', ([, l, expected]) => {

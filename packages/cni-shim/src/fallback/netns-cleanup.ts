@@ -1,25 +1,24 @@
 /**
  * Cleaning a pod's netns with no state at all (ferryd is down): this attachment's delegated devices go
- * home, its InfraNIC veth is deleted. Without a record, only what is surely this attachment's is
- * touched: a device whose marker names this attachment, or an unmarked physical device (the pod
- * overwrote the alias; a VF has no link kind). A macvlan, a tunnel, another plugin's or another
- * attachment's device stays where it is. A device whose host name is unknown or taken travels home
+ * home, its InfraNIC veth is deleted. Without a record, only what is surely Ferry's is touched: a device
+ * whose alias marker names this attachment, or one whose alias the pod overwrote but which is still in
+ * Ferry's link group. Other plugins' devices, the workload's own (tunnels, macvlans) and another
+ * attachment's stay where they are. A device whose host name is unknown or taken travels home
  * under `frt<mac>`; ferryd renames it by MAC later. Best effort by design: the queue entry is already
  * durable, and a physical device left behind returns to the node when the netns dies, where ferryd's
  * reconciler finds it.
  */
 import { IpBatch, type IpLink, netnsAt, SELF } from '@ferry/net';
 import type { Deps } from '../deps';
-import { listOrNone, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
+import { AS_FOUND_ON_NODE, inDelegatedGroup, listOrNone, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
 
 /** What the daemon-down DEL of attachment `ifName` does with link `l` of the pod. */
 export function stateless(l: IpLink, ifName: string): 'delete-veth' | 'send-home' | 'leave' {
   if (l.ifname === 'lo' || l.link_type === 'loopback') return 'leave';
   const marker = parseMarker(l.ifalias);
   if (marker) return marker.attachmentIfName === ifName && l.address ? 'send-home' : 'leave';
-  const kind = l.linkinfo?.info_kind;
-  if (kind === 'veth') return l.ifname === ifName ? 'delete-veth' : 'leave';
-  return kind === undefined && l.link_type === 'ether' && l.address ? 'send-home' : 'leave';
+  if (l.linkinfo?.info_kind === 'veth') return l.ifname === ifName ? 'delete-veth' : 'leave';
+  return inDelegatedGroup(l) && l.address ? 'send-home' : 'leave';
 }
 
 export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Promise<void> {
@@ -37,7 +36,7 @@ export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Pro
     const marked = parseMarker(l.ifalias)?.hostIfName;
     const home = marked && !nodeNames.has(marked) ? marked : travelNameOf(l.address);
     try {
-      await moveHome(l, links, { mac: l.address, hostIfName: home, netns, restoreAlias: '' }, d);
+      await moveHome(l, links, { mac: l.address, hostIfName: home, netns, restore: AS_FOUND_ON_NODE }, d);
       nodeNames.add(home);
     } catch (err) {
       d.log.warn(

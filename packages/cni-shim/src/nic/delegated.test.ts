@@ -1,6 +1,6 @@
 import type { IpLink } from '@ferry/net';
 import { expect, test } from 'vitest';
-import { findInPod, markerOf, parseMarker } from './delegated';
+import { DELEGATED_GROUP, findInPod, markerOf, parseMarker } from './delegated';
 
 const rec = { containerIfIndex: 12, mac: '02:00:00:00:00:01', ifName: 'net1', hostIfName: 'ens1f0v3' };
 
@@ -20,6 +20,7 @@ test('then the MAC, current or permanent, then the name only under our marker', 
   const stranger: IpLink = { ifindex: 5, ifname: 'net1', address: '02:cc:00:00:00:01' };
   expect(findInPod([stranger], rec)).toBeUndefined();
   expect(findInPod([{ ...stranger, ifalias: markerOf('ens1f0v3', 'eth0') }], rec)?.ifindex).toBe(5);
+  expect(findInPod([{ ...stranger, group: String(DELEGATED_GROUP) }], rec)?.ifindex).toBe(5);
 });
 
 test('a marker names the host device and the attachment; anything else is not a marker', () => {

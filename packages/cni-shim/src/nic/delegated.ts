@@ -10,7 +10,8 @@
  * source of truth.
  *
  * DEL finds the device by the ifindex recorded after the final move, then by MAC, then by name (only a
- * link that is Ferry's), so a device renamed inside the pod still goes home, with the MAC it came with.
+ * link that is Ferry's), so a device renamed inside the pod still goes home, with the MAC it came with,
+ * no alias and the default group.
  * It is renamed inside the pod and then moved out; if its host name is taken, nothing is moved and the
  * error names the clash (a retried DEL succeeds once the name is free).
  */
@@ -34,9 +35,16 @@ import type { Rollback } from '../rollback';
 
 /**
  * The link alias of a device while it is in a pod: its host name and the CNI_IFNAME of the attachment
- * that took it. Interface names hold no whitespace, so a space separates the two.
+ * that took it. Interface names hold no whitespace, so a space separates the two. The device is also put
+ * in link group DELEGATED_GROUP: an app that overwrites the alias rarely touches the group, so the
+ * daemon-down DEL still knows the device for Ferry's.
  */
 const MARKER_PREFIX = 'ferry:host-ifname=';
+/** "FRRY": the link group of a delegated device while it is in a pod. */
+export const DELEGATED_GROUP = 0x46525259;
+
+/** True when the link is in Ferry's group (ip prints the group as its number). */
+export const inDelegatedGroup = (l: IpLink) => l.group === String(DELEGATED_GROUP);
 export const markerOf = (hostIfName: string, attachmentIfName: string) =>
   `${MARKER_PREFIX}${hostIfName} attachment=${attachmentIfName}`;
 
@@ -78,22 +86,21 @@ export async function buildDelegatedNic(
   const wasUp = dev.flags?.includes('UP') ?? false;
   // Pushed before the move, not after: the move is several commands and may stop half-way; going home
   // is idempotent and finds the device wherever it is.
+  const asItWas = { alias: dev.ifalias ?? '', group: groupOf(dev) };
   undo.push(`return device ${plan.mac} home`, () =>
-    returnHome({ mac: plan.mac, hostIfName: plan.hostIfName, netns, wasUp, alias: dev.ifalias ?? '' }, d),
+    returnHome({ mac: plan.mac, hostIfName: plan.hostIfName, netns, wasUp, ...asItWas }, d),
   );
   let travelled = dev.ifname;
+  const move = new IpBatch()
+    .setDown(dev.ifname)
+    .setAlias(dev.ifname, markerOf(plan.hostIfName, at.attachmentIfName))
+    .setGroup(dev.ifname, DELEGATED_GROUP)
+    .moveTo(dev.ifname, netns);
   try {
-    await d.ip.apply(
-      SELF,
-      new IpBatch()
-        .setDown(dev.ifname)
-        .setAlias(dev.ifname, markerOf(plan.hostIfName, at.attachmentIfName))
-        .moveTo(dev.ifname, netns),
-      `move device ${plan.mac} into ${netns}`,
-    );
+    await d.ip.apply(SELF, move, `move device ${plan.mac} into ${netns}`);
   } catch (err) {
     // Only the move (the last line) can clash: the pod has a link with the device's host name.
-    if (!isNameTakenAt(err, 2)) throw err;
+    if (!isNameTakenAt(err, move.lines.length - 1)) throw err;
     // Travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
@@ -139,7 +146,11 @@ export function findInPod(
   return (
     (rec.containerIfIndex ? links.find((l) => l.ifindex === rec.containerIfIndex) : undefined) ??
     links.find((l) => sameMac(l.address, rec.mac) || sameMac(l.permaddr, rec.mac)) ??
-    links.find((l) => l.ifname === rec.ifName && parseMarker(l.ifalias)?.hostIfName === rec.hostIfName)
+    links.find(
+      (l) =>
+        l.ifname === rec.ifName &&
+        (parseMarker(l.ifalias)?.hostIfName === rec.hostIfName || (!l.ifalias && inDelegatedGroup(l))),
+    )
   );
 }
 
@@ -167,15 +178,28 @@ export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, 
     );
     return;
   }
-  await moveHome(dev, links ?? [], { mac, hostIfName, netns, restoreAlias: '' }, d);
+  await moveHome(dev, links ?? [], { mac, hostIfName, netns, restore: AS_FOUND_ON_NODE }, d);
 }
+
+/** What a device gets back on the node: its alias and link group. */
+export interface LinkMarks {
+  alias: string;
+  group: number | 'default';
+}
+
+/** How ferryd lists free devices: no alias, the default group. */
+export const AS_FOUND_ON_NODE: LinkMarks = { alias: '', group: 'default' };
 
 interface HomeTrip {
   mac: string;
   hostIfName: string;
   netns: string;
-  /** The alias the device gets back on the node. */
-  restoreAlias: string;
+  restore: LinkMarks;
+}
+
+function groupOf(l: IpLink): number | 'default' {
+  const n = Number(l.group);
+  return Number.isInteger(n) && n > 0 ? n : 'default';
 }
 
 /**
@@ -195,13 +219,13 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
   if (cur !== travel) b.rename(cur, travel);
   // ferryd's inventory knows the device by this MAC.
   if (!sameMac(dev.address, trip.mac)) b.setMac(travel, trip.mac);
-  b.setAlias(travel, trip.restoreAlias).moveTo(travel, nodeNetnsPath());
+  b.setAlias(travel, trip.restore.alias).setGroup(travel, trip.restore.group).moveTo(travel, nodeNetnsPath());
   try {
     await d.ip.apply(pod, b, `return device ${trip.mac} to the node`);
   } catch (err) {
     const restore = new IpBatch();
     if (travel !== cur && (await d.ip.getLink(pod, travel))) restore.rename(travel, cur);
-    restore.setAlias(cur, dev.ifalias ?? '');
+    restore.setAlias(cur, dev.ifalias ?? '').setGroup(cur, groupOf(dev));
     if (dev.flags?.includes('UP')) restore.setUp(cur);
     await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((restoreErr: unknown) => {
       d.log.warn({ err: restoreErr, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
@@ -221,17 +245,18 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
  * planned (the name it had when ferryd last saw it), with its alias and up/down state as they were.
  */
 async function returnHome(
-  trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean; alias: string },
+  trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean } & LinkMarks,
   d: Deps,
 ): Promise<void> {
+  const restore: LinkMarks = { alias: trip.alias, group: trip.group };
   const podLinks = (await listOrNone(netnsAt(trip.netns), d)) ?? [];
   const inPod = podLinks.find((l) => sameMac(l.address, trip.mac));
-  if (inPod) await moveHome(inPod, podLinks, { ...trip, restoreAlias: trip.alias }, d);
+  if (inPod) await moveHome(inPod, podLinks, { ...trip, restore }, d);
   const onNode = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
   if (!onNode) return;
   const b = new IpBatch();
   if (onNode.ifname !== trip.hostIfName) b.rename(onNode.ifname, trip.hostIfName);
-  b.setAlias(trip.hostIfName, trip.alias);
+  b.setAlias(trip.hostIfName, trip.alias).setGroup(trip.hostIfName, trip.group);
   if (trip.wasUp) b.setUp(trip.hostIfName);
   await d.ip.apply(SELF, b, `restore device ${trip.mac} on the node`);
 }

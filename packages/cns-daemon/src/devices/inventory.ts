@@ -130,7 +130,12 @@ export class Inventory {
     try {
       await ip.apply(
         SELF,
-        new IpBatch().setDown(nameNow).rename(nameNow, hostIfName).setAlias(hostIfName, ''),
+        // A device back from a dead pod still carries the shim's marks (alias, link group).
+        new IpBatch()
+          .setDown(nameNow)
+          .rename(nameNow, hostIfName)
+          .setAlias(hostIfName, '')
+          .setGroup(hostIfName, 'default'),
         `rename device ${mac} home`,
       );
     } catch (err) {

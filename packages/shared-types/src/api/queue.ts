@@ -12,8 +12,8 @@ export const QUEUE_ENTRY_VERSION = 1;
 /** Entries are named by a hash of the attachment key, so repeated DELs collapse onto one file. */
 export const QUEUE_ENTRY_NAME_RE = /^[0-9a-f]{32}\.json$/;
 
-/** An entry file larger than this is set aside unread; the shim never writes one (netns ≤ 4096 bytes). */
-export const QUEUE_ENTRY_MAX_BYTES = 16 * 1024;
+/** An entry file larger than this is set aside unread; the shim never writes one. */
+export const QUEUE_ENTRY_MAX_BYTES = 64 * 1024;
 
 export const QueueEntrySchema = z.strictObject({
   version: z.literal(QUEUE_ENTRY_VERSION),
@@ -23,6 +23,8 @@ export const QueueEntrySchema = z.strictObject({
   /** CNI_NETNS as the runtime gave it (may be empty). */
   netns: z.string().check(z.maxLength(4096)),
   pod: z.optional(PodRefSchema),
+  /** The DEL's prevResult, for the record (ferryd releases by the key and its own state). */
+  prevResult: z.optional(z.nullable(z.looseObject({}))),
   /** When the shim gave up on ferryd (ISO 8601): an endpoint created later is not this DEL's. */
   queuedAt: z.iso.datetime(),
 });
