@@ -13,6 +13,12 @@ pod_ns="ferry-demo-pod-$id"
 dir="/tmp/ferry-demo-$id"
 ferryd_pid=""
 cleanup() {
+  local rc=$?
+  # A failed demo shows ferryd's own account before its directory goes.
+  if [ "$rc" != 0 ] && [ -f "$dir/ferryd.log" ]; then
+    echo "demo failed (exit $rc); ferryd's log:" >&2
+    tail -n 30 "$dir/ferryd.log" >&2
+  fi
   [ -n "$ferryd_pid" ] && kill "$ferryd_pid" 2>/dev/null && wait "$ferryd_pid" 2>/dev/null || true
   ip netns del "$pod_ns" 2>/dev/null || true
   ip netns del "$node_ns" 2>/dev/null || true
@@ -46,6 +52,7 @@ JSON
 in_node dist/bin/ferryd --config "$dir/ferryd.json" >"$dir/ferryd.log" 2>&1 &
 ferryd_pid=$!
 for _ in $(seq 1 100); do [ -S "$dir/run/ferryd.sock" ] && break; sleep 0.1; done
+[ -S "$dir/run/ferryd.sock" ] || { echo "ferryd did not open its socket within 10 s" >&2; exit 1; }
 echo "ferryd pid $ferryd_pid, socket $dir/run/ferryd.sock"
 
 conf() {
@@ -80,4 +87,7 @@ cni DEL "$(conf)" && cni DEL "$(conf)" && echo "both DELs exit 0"
 step "left behind"
 echo "links in the node namespace: $(in_node ip -br link show | awk '{print $1}' | tr '\n' ' ')"
 echo "links in the pod namespace:  $(in_pod ip -br link show | awk '{print $1}' | tr '\n' ' ')"
+echo "what ferryd holds:"
+dist/bin/ferryctl --socket "$dir/run/ferryd.sock" endpoints
+dist/bin/ferryctl --socket "$dir/run/ferryd.sock" ipam
 echo "shim log: $(wc -l <"$dir/cni.log") lines in $dir/cni.log (removed on exit)"

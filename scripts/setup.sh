@@ -2,6 +2,7 @@
 # Set-up on a fresh Debian 12 machine that has Node 20 and npm: the system packages Ferry's tests and
 # demo use, pnpm at the version package.json pins, the dependencies, and the build (dist/bin).
 # Idempotent: on a machine that has everything it only re-installs and rebuilds. Needs root (apt).
+# --no-build: stop after the install (scripts/test.sh builds as part of `pnpm test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,4 +23,4 @@ if [ "$(pnpm --version 2>/dev/null || true)" != "$pnpm_version" ]; then
 fi
 
 pnpm install --frozen-lockfile
-pnpm build
+[ "${1:-}" = --no-build ] || pnpm build

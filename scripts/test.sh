@@ -3,5 +3,5 @@
 # binaries, a real ferryd). Does all set-up first. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
+./scripts/setup.sh --no-build
 pnpm test

@@ -5,14 +5,13 @@
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type Conflist, conflistAdd, conflistCheck, conflistDel } from '../fixtures/conflist';
-import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { inNetns, useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 
 test('ferry → portmap → tuning → bandwidth: ADD, CHECK, DEL through the conflist runner', async (t) => {
-  const node = await useNetns(t, 'node');
+  const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
-  const ferryd = await useFerryd(t, { netns: node });
   const { cniVersion: _v, name: _n, ...ferry } = netConf(ferryd);
   const list: Conflist = {
     cniVersion: '1.0.0',

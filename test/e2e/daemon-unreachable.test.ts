@@ -1,15 +1,14 @@
 /** ADD, CHECK with ferryd down: code 11 within the bounded wait, and nothing configured in the pod. */
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
 
 test('ADD with ferryd down waits for readiness a bounded time, fails with 11 naming the socket, leaves nothing', async (t) => {
-  const node = await useNetns(t, 'node');
+  const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
-  const ferryd = await useFerryd(t, { netns: node });
   await ferryd.kill('SIGKILL');
   const call = {
     containerId: newContainerId(),
@@ -35,9 +34,8 @@ test('ADD with ferryd down waits for readiness a bounded time, fails with 11 nam
 });
 
 test('ADD with ferryd frozen (SIGSTOP) ends at the deadline with 11; after SIGCONT it works', async (t) => {
-  const node = await useNetns(t, 'node');
+  const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
-  const ferryd = await useFerryd(t, { netns: node });
   await ferryd.kill('SIGSTOP');
   const conf = netConf(ferryd, { daemonTimeouts: { addWaitMs: 1000, requestMs: 500 } });
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };

@@ -17,6 +17,7 @@ import {
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { useNodeWithDevices } from '../fixtures/device';
 import { addMacvlan, linkNames, links } from '../fixtures/kernel';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
@@ -113,16 +114,14 @@ test('hostile and broken queue files are set aside, never executed, never follow
 
 test("without ferryd Ferry's devices go home, one whose alias the pod overwrote too; anything else stays", async (t) => {
   const macs = ['02:fe:00:00:aa:01', '02:fe:00:00:aa:02'];
-  const { node, ferryd } = await useNode(t, {
-    reconcile: { intervalSec: 0.2 },
-    delegatedDevices: macs.map((mac) => ({ mac, group: 'frontend' })),
-  });
-  // Macvlans stand in for VFs (a test cannot own physical devices).
-  await inNetns(node, 'ip', 'link', 'add', 'parent0', 'type', 'veth', 'peer', 'name', 'parent1');
-  for (const [k, mac] of macs.entries()) await addMacvlan(node, 'parent0', `eth${5 + k}`, mac);
-  await ferryd.request('POST', '/v1/operator/reconcile');
+  const { node, ferryd } = await useNodeWithDevices(
+    t,
+    macs.map((mac, k) => ({ name: `eth${5 + k}`, mac })),
+    { reconcile: { intervalSec: 0.2 } },
+  );
   const pod = await useNetns(t, 'pod');
   // Another plugin's device in the same pod.
+  await inNetns(node, 'ip', 'link', 'add', 'parent0', 'type', 'veth', 'peer', 'name', 'parent1');
   await addMacvlan(node, 'parent0', 'other0');
   await inNetns(node, 'ip', 'link', 'set', 'other0', 'netns', pod.name);
   const conf = netConf(ferryd, {

@@ -118,6 +118,10 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and 
   const rendered = (cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24');
   const parsed = FerrydConfigSchema.safeParse(parseYaml(rendered));
   expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
+  // The shim and ferryd must meet: the same socket, the same delete queue, the same network.
+  expect(ferry?.daemonSocket).toBe(parsed.data?.socket);
+  expect(ferry?.deleteQueue).toBe(parsed.data?.deleteQueue);
+  expect(parsed.data?.networks.map((n) => n.name)).toContain(conflist.name);
   // The check-config init step, as the DaemonSet writes it, on the rendered config.
   const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const check = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'check-config')?.command ?? [];

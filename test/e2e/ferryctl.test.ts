@@ -81,7 +81,9 @@ test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up 
   await removeNetns(doomed.name);
   await inNetns(withDevice.netns, 'ip', 'link', 'set', 'net1', 'netns', node.path);
   writeFileSync(join(ferryd.deleteQueue, 'not-an-entry.json'), '{}');
-  await ferryctl(ferryd, 'reconcile');
+  expect((await ferryctl(ferryd, 'reconcile')).stdout).toMatch(
+    /^cooled down: \d+ addresses; stale endpoints released: \d+; devices refunded: \d+, renamed home: \d+; queued DELs applied: \d+$/,
+  );
   const sick = await ferryctl(ferryd, 'doctor', '--json');
   expect(sick.exitCode).toBe(1);
   const kinds = (JSON.parse(sick.stdout) as { violations: { kind: string; subject: string }[] }).violations.map(

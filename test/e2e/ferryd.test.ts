@@ -6,8 +6,7 @@ import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { describe, expect, test } from 'vitest';
-import { useFerryd } from '../fixtures/ferryd';
-import { useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { useTmpDir } from '../fixtures/tmp';
 
@@ -27,8 +26,7 @@ const addressesOf = (body: unknown) => (body as AllocationBody).nics.flatMap((n)
 
 describe('ferryd over its unix socket', () => {
   test('allocate → commit → get → release → GC round trips', async (t) => {
-    const node = await useNetns(t, 'node');
-    const ferryd = await useFerryd(t, { netns: node });
+    const { ferryd } = await useNode(t);
     const sock = statSync(ferryd.socket);
     expect(sock.mode & 0o777).toBe(0o600);
     expect(statSync(dirname(ferryd.socket)).mode & 0o777).toBe(0o700);
@@ -60,11 +58,7 @@ describe('ferryd over its unix socket', () => {
   });
 
   test('200 concurrent allocations on separate connections get 200 distinct addresses; exhaustion at 254', async (t) => {
-    const node = await useNetns(t, 'node');
-    const ferryd = await useFerryd(t, {
-      netns: node,
-      config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.50.0.0/24' } }] },
-    });
+    const { ferryd } = await useNode(t, { networks: [{ name: 'ferry', ipv4: { subnet: '10.50.0.0/24' } }] });
     const ids = Array.from({ length: 200 }, (_, i) => `ctr${i}`);
     const results = await Promise.all(ids.map((id) => ferryd.request('POST', '/v1/allocations', attach(id))));
     expect(results.every((r) => r.status === 200)).toBe(true);
@@ -89,8 +83,7 @@ describe('ferryd over its unix socket', () => {
   });
 
   test('kill -9 in the middle of allocations and releases: the database stays whole and consistent', async (t) => {
-    const node = await useNetns(t, 'node');
-    const ferryd = await useFerryd(t, { netns: node, config: { logLevel: 'warn' } });
+    const { ferryd } = await useNode(t, { logLevel: 'warn' });
     let stop = false;
     const worker = async (w: number) => {
       for (let i = 0; !stop; i++) {
@@ -123,8 +116,7 @@ describe('ferryd over its unix socket', () => {
   });
 
   test('a second ferryd on the same database refuses to start, naming the lock', async (t) => {
-    const node = await useNetns(t, 'node');
-    const ferryd = await useFerryd(t, { netns: node });
+    const { ferryd } = await useNode(t);
     const second = await execa(
       `${DIST_BIN}/ferryd`,
       ['--config', ferryd.configPath, '--socket', `${ferryd.dir}/other.sock`],
@@ -156,11 +148,11 @@ describe('ferryd over its unix socket', () => {
     expect(existsSync(socket)).toBe(false);
   });
 
-  test('SIGTERM: ready turns false, the process exits 0', async (t) => {
-    const node = await useNetns(t, 'node');
-    const ferryd = await useFerryd(t, { netns: node });
+  test('SIGTERM: an orderly stop, exit 0, and the state is there after a restart', async (t) => {
+    const { ferryd } = await useNode(t);
     await ferryd.request('POST', '/v1/allocations', attach('c1'));
     await ferryd.stop();
+    expect(ferryd.exitCode).toBe(0);
     expect(ferryd.log()).toContain('ferryd stopped');
     await ferryd.start();
     expect(await ferryd.assignedAddresses()).toHaveLength(2);

@@ -1,16 +1,15 @@
 /** A full Kubernetes node: 110 pods ADDed at once, then all DELed at once. */
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
 
 const PODS = 110;
 
 test(`${PODS} concurrent ADDs get distinct addresses; ${PODS} concurrent DELs leave nothing`, async (t) => {
-  const node = await useNetns(t, 'node');
-  const ferryd = await useFerryd(t, { netns: node, config: { logLevel: 'info' } });
+  const { node, ferryd } = await useNode(t, { logLevel: 'info' });
   const pods = await Promise.all(Array.from({ length: PODS }, () => useNetns(t, 'pod')));
   const calls = pods.map((pod) => ({
     containerId: newContainerId(),

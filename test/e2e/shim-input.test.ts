@@ -4,16 +4,15 @@
  */
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import { runShim, type ShimCall } from '../fixtures/shim';
 
 describe('ferry-cni input validation', () => {
   test('the matrix of bad env and stdin', async (t) => {
-    const node = await useNetns(t, 'node');
+    const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
-    const ferryd = await useFerryd(t, { netns: node });
     const good: ShimCall = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
     const cases: [string, ShimCall, number, RegExp][] = [
       ['non-JSON stdin', { ...good, stdin: '{"cniVersion": ' }, 6, /^decode network config: /],
@@ -78,9 +77,8 @@ describe('ferry-cni input validation', () => {
   });
 
   test('GC and STATUS below 1.1.0 and CHECK below 0.4.0 are code 1', async (t) => {
-    const node = await useNetns(t, 'node');
+    const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
-    const ferryd = await useFerryd(t, { netns: node });
     const base = { containerId: newContainerId(), ifName: 'eth0', netns: pod };
     for (const [cmd, version] of [
       ['GC', '1.0.0'],

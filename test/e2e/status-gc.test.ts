@@ -1,18 +1,14 @@
 /** STATUS and GC (CNI 1.1) against a live ferryd. */
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { inNetns, useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
 
 test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full or ferryd is gone', async (t) => {
-  const node = await useNetns(t, 'node');
+  const { node, ferryd } = await useNode(t, { networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }] });
   const pod = await useNetns(t, 'pod');
-  const ferryd = await useFerryd(t, {
-    netns: node,
-    config: { networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30' } }] },
-  });
   const status = () => runShim(node, 'STATUS', { conf: netConf(ferryd) });
 
   // Forwarding off (a new namespace copies it from the machine's, so say it): no pod yet, and the node
@@ -40,16 +36,15 @@ test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full 
       .exitCode,
   ).toBe(0);
   expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('10.9.0.0/30 is exhausted') });
+  const unknown = await runShim(node, 'STATUS', { conf: netConf(ferryd, { name: 'nope' }) });
+  expect(unknown.json).toMatchObject({ code: 50, msg: expect.stringContaining('"nope" is not configured in ferryd') });
 
   await ferryd.kill('SIGKILL');
   expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('is unreachable') });
-  const unknown = runShim(node, 'STATUS', { conf: netConf(ferryd, { name: 'nope' }) });
-  expect((await unknown).json).toMatchObject({ code: 50 });
 });
 
 test('GC releases every attachment not listed valid and deletes its host veth; both attachment keys work', async (t) => {
-  const node = await useNetns(t, 'node');
-  const ferryd = await useFerryd(t, { netns: node });
+  const { node, ferryd } = await useNode(t);
   const calls = [];
   for (let i = 0; i < 3; i++) {
     const call = {

@@ -1,8 +1,8 @@
 /** ferryd's optional TCP listener for operators, on loopback, with ferryctl --url and bearer tokens. */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { expect, test } from 'vitest';
+import { inNetnsTry } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { useTmpDir } from '../fixtures/tmp';
@@ -11,39 +11,28 @@ test('read token may read, admin token may change state, no token gets 401, and 
   const dir = useTmpDir(t, 'tokens');
   writeFileSync(join(dir, 'read'), 'r-0123456789abcdef');
   writeFileSync(join(dir, 'admin'), 'a-0123456789abcdef');
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  // The node namespace's loopback: the listener is reachable only from inside it.
+  // The node namespace's own loopback: the listener is reachable only from inside it, and no other
+  // test shares it, so a fixed port is safe.
+  const port = 9470;
   const { node } = await useNode(t, {
     tcp: { host: '127.0.0.1', port, tokenFile: join(dir, 'read'), adminTokenFile: join(dir, 'admin') },
   });
   const ctl = (token: string, ...args: string[]) =>
-    execa(
-      'nsenter',
-      [
-        `--net=${node.path}`,
-        `${DIST_BIN}/ferryctl`,
-        '--url',
-        `http://127.0.0.1:${port}`,
-        '--token-file',
-        join(dir, token),
-        ...args,
-      ],
-      {
-        reject: false,
-      },
+    inNetnsTry(
+      node,
+      `${DIST_BIN}/ferryctl`,
+      '--url',
+      `http://127.0.0.1:${port}`,
+      '--token-file',
+      join(dir, token),
+      ...args,
     );
   const curl = (path: string, method = 'GET') =>
-    execa(
-      'nsenter',
-      [
-        `--net=${node.path}`,
-        'node',
-        '-e',
-        `fetch('http://127.0.0.1:${port}${path}', { method: '${method}' }).then((r) => console.log(r.status))`,
-      ],
-      {
-        reject: false,
-      },
+    inNetnsTry(
+      node,
+      'node',
+      '-e',
+      `fetch('http://127.0.0.1:${port}${path}', { method: '${method}' }).then((r) => console.log(r.status))`,
     );
 
   const pools = await ctl('read', 'ipam', '--json');

@@ -8,15 +8,15 @@ import { type CniVersion, isSupportedVersion, SUPPORTED_VERSIONS, specHas } from
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { Command } from './env';
-import { declaredVersion, decodeStdin } from './stdin';
+import { declaredVersion } from './stdin';
 
 export type ShimConf = NetConf & { cniVersion: CniVersion };
 
 /** Go's %q of a string slice, as skel prints the supported versions. */
 const SUPPORTED_Q = `[${SUPPORTED_VERSIONS.map((v) => `"${v}"`).join(' ')}]`;
 
-export function parseNetConf(stdin: string, command: Command): ShimConf {
-  const doc = decodeStdin(stdin);
+/** Validates the decoded stdin (stdin.ts decodes it, once) for `command`. */
+export function parseNetConf(doc: Record<string, unknown>, command: Command): ShimConf {
   const version = declaredVersion(doc);
   if (!isSupportedVersion(version)) {
     throw new CniError(

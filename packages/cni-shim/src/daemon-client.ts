@@ -1,7 +1,7 @@
 /**
  * ferryd's API as the shim uses it: every call has a connect timeout and a total deadline, every answer
  * is parsed with the shared schemas (our own daemon is still a boundary). "Unreachable" (no socket,
- * refused, timed out) is DaemonUnreachable, code 11; an answer with an error body is passed through
+ * refused, timed out) is code 11, TryAgainLater; an answer with an error body is passed through
  * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds.
  */
@@ -17,17 +17,13 @@ import { type RequestOptions, type Runtime, UnreachableError } from './runtime/r
 
 export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
 
+/** ferryd down, starting or draining: code 11, whether the transport or ferryd itself said so. */
+export const isDaemonDown = (err: unknown): err is CniError =>
+  err instanceof CniError && err.code === Code.TryAgainLater;
+
 export interface DaemonTimeoutsMs {
   connectMs: number;
   requestMs: number;
-}
-
-/** ferryd could not be reached. Code 11: the runtime should try again later. */
-export class DaemonUnreachable extends CniError {
-  constructor(message: string, options?: ErrorOptions) {
-    super(Code.TryAgainLater, message, '', options);
-    this.name = 'DaemonUnreachable';
-  }
 }
 
 export class DaemonClient {
@@ -107,7 +103,7 @@ export class DaemonClient {
       const notReady = await this.#readiness(Math.max(1, Math.min(this.#t.requestMs, until - Date.now())));
       if (notReady === undefined) return;
       if (Date.now() + 100 > until) {
-        throw new DaemonUnreachable(`ferryd at ${this.socket} is not ready after ${waitMs} ms: ${notReady}`);
+        throw new CniError(Code.TryAgainLater, `ferryd at ${this.socket} is not ready after ${waitMs} ms: ${notReady}`);
       }
       await new Promise((res) => setTimeout(res, 100));
     }
@@ -164,7 +160,7 @@ export class DaemonClient {
         deadlineMs,
       });
     } catch (err) {
-      if (err instanceof UnreachableError) throw new DaemonUnreachable(err.message, { cause: err });
+      if (err instanceof UnreachableError) throw new CniError(Code.TryAgainLater, err.message, '', { cause: err });
       throw err;
     }
   }

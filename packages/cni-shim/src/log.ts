@@ -18,10 +18,9 @@ export interface Logger {
   /** A logger whose lines all carry `fields` too (containerId, ifName, command). */
   child(fields: Record<string, unknown>): Logger;
   setLevel(level: Level): void;
-  setFile(path: string): void;
 }
 
-export const DEFAULT_LOG_FILE = '/var/log/ferry/cni.log';
+const DEFAULT_LOG_FILE = '/var/log/ferry/cni.log';
 
 export function openLog(file = DEFAULT_LOG_FILE, level: Level = 'info'): Logger {
   const state = { file, level, dirMade: false };
@@ -56,10 +55,6 @@ export function openLog(file = DEFAULT_LOG_FILE, level: Level = 'info'): Logger 
     child: (f) => make({ ...base, ...f }),
     setLevel(level) {
       state.level = level;
-    },
-    setFile(path) {
-      state.file = path;
-      state.dirMade = false;
     },
   });
   return make({});

@@ -30,7 +30,7 @@ const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, () => Promise<Han
   GC: async () => (await import('./commands/gc')).cmdGc,
 };
 
-export const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000, delWaitMs: 5000 } as const;
+const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000, delWaitMs: 5000 } as const;
 
 /** Where logs go before the config names a file (tests point it at their temp dir). */
 export interface MainOptions {
@@ -42,14 +42,8 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
     io.printErr(aboutText());
     return 0;
   }
-  let stdin = '';
-  let stdinError: CniError | undefined;
-  try {
-    stdin = (await io.readStdin()) ?? '';
-  } catch (err) {
-    stdinError = new CniError(Code.IoFailure, `read network config from stdin: ${(err as Error).message}`);
-  }
-  const early = peekConfig(stdin);
+  const input = await readInput(io);
+  const early = peekConfig(input);
   // Even an env error is logged to the config's log file and printed in the config's version.
   const log = openLog(early.logFile ?? opts.defaultLogFile);
   let version: CniVersion = early.version ?? LATEST_VERSION;
@@ -60,16 +54,16 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
       io.print(JSON.stringify(cmdVersion(early.version)));
       return 0;
     }
-    if (stdinError) throw stdinError;
+    if ('error' in input) throw input.error;
     const handler = commands[args.command]();
     const [{ parseNetConf }, { DaemonClient, DEFAULT_SOCKET }, { Ip }] = await Promise.all([
       import('./config'),
       import('./daemon-client'),
       import('@ferry/net'),
     ]);
-    const conf = parseNetConf(stdin, args.command);
+    const conf = parseNetConf(input.doc, args.command);
     version = conf.cniVersion;
-    if (conf.logFile) log.setFile(conf.logFile);
+    // logFile needs no second look: the peek took it by the schema's own rule (an absolute path).
     if (conf.logLevel) log.setLevel(conf.logLevel satisfies Level);
     if (args.command === 'ADD' || args.command === 'CHECK') checkNetns(args, env);
     const clog = log.child({
@@ -117,14 +111,26 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   }
 }
 
-/** What the config says before it is validated: its version (if Ferry speaks it) and its log file. */
-function peekConfig(stdin: string): { version?: CniVersion; logFile?: string } {
+/** stdin read and decoded once, for every later look; a failure is kept for the command to report. */
+async function readInput(io: Io): Promise<{ doc: Record<string, unknown> } | { error: CniError }> {
+  let stdin: string;
   try {
-    const doc = decodeStdin(stdin);
-    const v = declaredVersion(doc);
-    const logFile = typeof doc.logFile === 'string' && doc.logFile.startsWith('/') ? doc.logFile : undefined;
-    return { ...(isSupportedVersion(v) ? { version: v } : {}), ...(logFile ? { logFile } : {}) };
-  } catch {
-    return {};
+    stdin = (await io.readStdin()) ?? '';
+  } catch (err) {
+    return { error: new CniError(Code.IoFailure, `read network config from stdin: ${(err as Error).message}`) };
   }
+  try {
+    return { doc: decodeStdin(stdin) };
+  } catch (err) {
+    return { error: err as CniError };
+  }
+}
+
+/** What the config says before it is validated: its version (if Ferry speaks it) and its log file. */
+function peekConfig(input: Awaited<ReturnType<typeof readInput>>): { version?: CniVersion; logFile?: string } {
+  if ('error' in input) return {};
+  const v = declaredVersion(input.doc);
+  const logFile =
+    typeof input.doc.logFile === 'string' && input.doc.logFile.startsWith('/') ? input.doc.logFile : undefined;
+  return { ...(isSupportedVersion(v) ? { version: v } : {}), ...(logFile ? { logFile } : {}) };
 }

@@ -30,7 +30,7 @@ const built = {
   hostVethMac: 'ee:ee:ee:ee:ee:ee',
 };
 
-test("a chained prevResult is passed through with Ferry's interfaces, addresses and routes appended", () => {
+test("a chained prevResult is passed through with Ferry's interfaces, addresses and routes appended", async () => {
   const conf = {
     cniVersion: '0.4.0',
     name: 'ferry',
@@ -43,7 +43,7 @@ test("a chained prevResult is passed through with Ferry's interfaces, addresses 
     },
   } as ShimConf;
   if (plan?.nicType !== 'InfraNIC') throw new Error('plan');
-  const r = toResult(conf, prevResultOf(conf), '/var/run/netns/p', alloc, [{ plan, built }]);
+  const r = toResult(conf, await prevResultOf(conf), '/var/run/netns/p', alloc, [{ plan, built }]);
   expect(r).toEqual({
     cniVersion: '0.4.0',
     interfaces: [

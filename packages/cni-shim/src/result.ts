@@ -5,7 +5,7 @@
  */
 import type { Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic } from '@ferry/shared-types/api/endpoints';
-import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
+import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
@@ -17,11 +17,14 @@ export type BuiltPair =
   | { plan: Extract<NicPlan, { nicType: 'InfraNIC' }>; built: BuiltInfraNic }
   | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
 
-/** A chained ADD's prevResult, validated before anything is built (empty when there is none). */
-export function prevResultOf(conf: ShimConf): AnyResult {
-  return conf.prevResult
-    ? parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult')
-    : {};
+/**
+ * The config's prevResult, validated (empty when there is none). Its schema is loaded only then: most
+ * ADDs are first in their chain and never need it.
+ */
+export async function prevResultOf(conf: ShimConf): Promise<AnyResult> {
+  if (!conf.prevResult) return {};
+  const { AnyResultSchema } = await import('@ferry/shared-types/cni/any-result');
+  return parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult');
 }
 
 export function toResult(

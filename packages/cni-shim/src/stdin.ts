@@ -6,7 +6,7 @@ import { IMPLICIT_VERSION } from '@ferry/shared-types/cni/versions';
 import { CniError, Code } from '@ferry/shared-types/errors';
 
 /** Larger than any real conflist entry by far; refusing it bounds memory and parse time. */
-export const MAX_STDIN_BYTES = 1024 * 1024;
+const MAX_STDIN_BYTES = 1024 * 1024;
 
 export function decodeStdin(stdin: string): Record<string, unknown> {
   if (Buffer.byteLength(stdin) > MAX_STDIN_BYTES) {

@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { Code } from '@ferry/shared-types/errors';
 import pino from 'pino';
@@ -262,7 +264,16 @@ test('operator pools, addresses, metrics and OpenAPI', async (t) => {
     expect.objectContaining({ family: 4, subnet: '10.244.1.0/24', size: '254', assigned: 1, free: '253' }),
     expect.objectContaining({ family: 6, size: (2n ** 64n - 1n).toString(), assigned: 1 }),
   ]);
+  // A queued DEL, 90 s old: both queue gauges come from one look at the queue.
+  mkdirSync(h.config.deleteQueue, { recursive: true });
+  const entry = { version: 1, network: 'ferry', containerId: 'c9', ifName: 'eth0', netns: '' };
+  writeFileSync(
+    join(h.config.deleteQueue, `${'a'.repeat(32)}.json`),
+    JSON.stringify({ ...entry, queuedAt: new Date(h.clock.now - 90_000).toISOString() }),
+  );
   const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
+  expect(metrics.body).toContain('ferry_delete_queue{state="pending"} 1');
+  expect(metrics.body).toContain('ferry_delete_queue_oldest_age_seconds 90');
   expect(metrics.body).toContain('ferry_addresses{network="ferry",family="4",state="Assigned"} 1');
   expect(metrics.body).toContain('ferry_endpoints{network="ferry",nic_type="InfraNIC"} 1');
   const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json();

@@ -38,8 +38,6 @@ export interface AppDeps {
   log: Logger;
   /** Liveness: throws when the database no longer answers. */
   ping(): void;
-  /** Asks for a reconcile pass in the background (after delegated devices were released). */
-  reconcileSoon(): void;
 }
 
 export interface AppOptions {
@@ -100,10 +98,9 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     await app.register(endpointRoutes, {
       attachments: deps.attachments,
       metrics: deps.metrics,
-      reconcileSoon: deps.reconcileSoon,
     });
-    await app.register(gcRoutes, { attachments: deps.attachments, reconcileSoon: deps.reconcileSoon });
-    await app.register(statusRoutes, { ipam: deps.ipam, lifecycle: deps.lifecycle, operator: deps.operator });
+    await app.register(gcRoutes, { attachments: deps.attachments });
+    await app.register(statusRoutes, { lifecycle: deps.lifecycle, operator: deps.operator });
   }
   await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
   return app;

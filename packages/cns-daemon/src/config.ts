@@ -8,9 +8,9 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
-import { type Cidr, contains, familyOf, lastOf, overlaps, parseCidr, toBigInt } from './ipam/cidr';
+import { type Cidr, contains, familyOf, lastOf, overlaps, parseCidr, parseExclusion, toBigInt } from './ipam/cidr';
 
 export type {
   FerrydConfig,
@@ -98,11 +98,7 @@ function parseConfigText(text: string, file: string): Record<string, unknown> {
 
 /** Validates a config object; throws InvalidConfig naming `source` and the field. */
 export function validateConfig(raw: unknown, source: string): FerrydConfig {
-  const r = FerrydConfigSchema.safeParse(raw);
-  if (!r.success) {
-    throw new CniError(Code.InvalidConfig, `config ${source}: ${describeFirstIssue(r.error)}`);
-  }
-  const config = r.data;
+  const config = parseAs(FerrydConfigSchema, raw, Code.InvalidConfig, `config ${source}`);
   const problem = crossCheck(config);
   if (problem) throw new CniError(Code.InvalidConfig, `config ${source}: ${problem}`);
   return config;
@@ -171,7 +167,7 @@ function crossCheck(config: FerrydConfig): string | undefined {
 function exclusionProblem(e: string, subnet: Cidr, fam: 4 | 6): string | undefined {
   let c: Cidr;
   try {
-    c = parseCidr(e.includes('/') ? e : `${e}/${familyOf(e) === 4 ? 32 : 128}`);
+    c = parseExclusion(e);
   } catch (err) {
     return (err as Error).message.replace(`"${e}" `, '');
   }

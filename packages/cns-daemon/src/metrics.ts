@@ -90,6 +90,13 @@ export class Metrics {
         for (const d of sources.deviceCounts()) this.set({ group: d.group, state: d.state }, d.n);
       },
     });
+    // One look at the queue (it reads every entry file) serves both gauges: the first one's collect sets
+    // the second, which prom-client reads after it.
+    const oldest = new Gauge({
+      name: 'ferry_delete_queue_oldest_age_seconds',
+      help: 'Age of the oldest pending delete-queue entry',
+      registers: [],
+    });
     new Gauge({
       name: 'ferry_delete_queue',
       help: 'Delete-queue entries: pending, failed (set aside), and applied since start',
@@ -100,16 +107,10 @@ export class Metrics {
         this.set({ state: 'pending' }, q.pending);
         this.set({ state: 'failed' }, q.failed);
         this.set({ state: 'applied' }, q.applied);
+        oldest.set(q.oldestAgeSec);
       },
     });
-    new Gauge({
-      name: 'ferry_delete_queue_oldest_age_seconds',
-      help: 'Age of the oldest pending delete-queue entry',
-      registers,
-      collect() {
-        this.set(sources.queue().oldestAgeSec);
-      },
-    });
+    for (const r of registers) r.registerMetric(oldest);
     new Gauge({
       name: 'ferry_ready',
       help: '1 when ferryd serves ADD',

@@ -75,16 +75,18 @@ export class Operator {
     return this.#d.attachments.releaseContainer(containerId);
   }
 
-  pools(): PoolUsage[] {
+  /** Usage of every pool, or of one network's. */
+  pools(network?: string): PoolUsage[] {
     const { ipam, pools } = this.#d;
-    const counts = pools.countByState(this.#d.now());
+    const now = this.#d.now();
+    const counts = pools.countByState(now);
     const out: PoolUsage[] = [];
-    for (const net of ipam.networks()) {
+    for (const net of network ? [ipam.network(network)] : ipam.networks()) {
       for (const { spec, poolId } of net.pools) {
         const n = (state: string) => counts.find((c) => c.poolId === poolId && c.state === state)?.n ?? 0;
         const assigned = n('Assigned');
         const pendingRelease = n('PendingRelease');
-        const held = heldIn(pools, spec, poolId, this.#d.now());
+        const held = heldIn(pools, spec, poolId, now);
         const free = spec.size > held ? spec.size - held : 0n;
         out.push({
           network: spec.network,

@@ -44,7 +44,15 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const devices = new DeviceStore(db);
   const ipam = new Ipam(pools, config);
   const lifecycle = new Lifecycle();
-  const attachments = new Attachments({ db, endpoints, devices, ipam, now });
+  const attachments = new Attachments({
+    db,
+    endpoints,
+    devices,
+    ipam,
+    now,
+    // After the transaction: the pass shows freed devices home now rather than at the next period.
+    onDevicesReleased: () => setImmediate(() => reconciler.runSoon()),
+  });
   const ip = new Ip(nodeRunner);
   const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, log, now });
@@ -107,7 +115,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, ipam, operator, lifecycle, metrics, log, ping, reconcileSoon: () => reconciler.runSoon() },
+    deps: { attachments, ipam, operator, lifecycle, metrics, log, ping },
     reconciler,
     drainer,
     stores: { endpoints, pools, devices },

@@ -103,17 +103,9 @@ export class IpBatch {
     return this.#push(['neigh', 'replace', dst, 'lladdr', lladdr, 'dev', dev, 'nud', 'permanent']);
   }
 
-  deleteLink(dev: string): this {
-    return this.#push(['link', 'del', 'dev', dev]);
-  }
-
   /** JSON: the link's ifindex, MAC, alias and kind. */
   showLink(dev: string): this {
     return this.#push(['link', 'show', 'dev', dev], true);
-  }
-
-  showLinks(): this {
-    return this.#push(['link', 'show'], true);
   }
 
   /** Every link with its MAC and addresses: one JSON document for a whole namespace. */

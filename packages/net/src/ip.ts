@@ -1,7 +1,7 @@
 import type * as z from 'zod/mini';
 import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
-import { isNoDevice, NetError, type Runner, type RunResult } from './run';
+import { isNoDevice, isNoNetns, NetError, type Runner, type RunResult } from './run';
 import { type IpAddrLink, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
 
 /** An address as `ip -j addr` shows it. */
@@ -78,6 +78,16 @@ export class Ip {
     return r === 'absent' ? [] : parseOne(IpLinkListSchema, r, 'links');
   }
 
+  /** Every link in `ns`, or undefined when the namespace itself is gone (a pod's, after its death). */
+  async linksIfPresent(ns: Netns): Promise<IpLink[] | undefined> {
+    try {
+      return await this.listLinks(ns);
+    } catch (err) {
+      if (err instanceof NetError && isNoNetns(err.stderr)) return undefined;
+      throw err;
+    }
+  }
+
   /** The routes of the main table, both families. */
   async listRoutes(ns: Netns): Promise<LinkRoute[]> {
     const r = await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
@@ -139,14 +149,23 @@ export function toAddresses(link: IpAddrLink | undefined): LinkAddress[] {
 /**
  * `route show table all` mixes families and tables; keep the main table and tell the families apart.
  * IPv6 routes are the ones whose dst or gateway contains a colon, or that carry `pref` (the kernel
- * prints a router preference only for IPv6).
+ * prints a router preference only for IPv6). dst is made a CIDR: ip prints `default` for /0 and a bare
+ * address for a host route.
  */
 export function toMainRoutes(routes: IpRoute[]): LinkRoute[] {
   return routes
     .filter((r) => r.table === undefined || r.table === 'main')
     .filter((r) => r.type === undefined || r.type === 'unicast')
-    .map((r) => ({
-      ...r,
-      family: r.dst.includes(':') || r.gateway?.includes(':') || r.pref !== undefined ? 6 : 4,
-    }));
+    .map((r) => {
+      const family = r.dst.includes(':') || r.gateway?.includes(':') || r.pref !== undefined ? 6 : 4;
+      const dst =
+        r.dst === 'default'
+          ? family === 6
+            ? '::/0'
+            : '0.0.0.0/0'
+          : r.dst.includes('/')
+            ? r.dst
+            : `${r.dst}/${family === 6 ? 128 : 32}`;
+      return { ...r, dst, family };
+    });
 }

@@ -54,6 +54,13 @@ export function isNameTakenAt(err: unknown, index: number): boolean {
   return err instanceof NetError && err.failedLine === index && isNameTaken(err);
 }
 
+/** True when ip (or nsenter) could not enter the namespace because it is gone (or not a netns). */
+export function isNoNetns(stderr: string): boolean {
+  return /Cannot open network namespace|cannot open .*No such file|No such file or directory|Invalid argument/.test(
+    stderr,
+  );
+}
+
 /** True when iproute2 said the device is not there. */
 export function isNoDevice(stderr: string): boolean {
   return /Cannot find device|does not exist|No such device/.test(stderr);

@@ -3,10 +3,11 @@
  * result.
  * Anything that fails after allocate is undone in reverse order before the error is printed.
  */
+import { type IpLink, SELF } from '@ferry/net';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
-import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
+import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { buildDelegatedNic } from '../nic/delegated';
@@ -23,7 +24,7 @@ async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocat
   try {
     return await d.daemon.allocate(req);
   } catch (err) {
-    if (!(err instanceof CniError) || err.code !== Code.TryAgainLater) throw err;
+    if (!isDaemonDown(err)) throw err;
     d.log.info({ err }, 'ferryd not ready; waiting');
   }
   await d.daemon.waitReady(d.addWaitMs);
@@ -31,23 +32,23 @@ async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocat
 }
 
 export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
-  const prev = prevResultOf(conf);
+  const prev = await prevResultOf(conf);
   const undo = new Rollback();
   try {
     const alloc = await allocateWhenReady(attachmentOf(args, conf), d);
     undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName, alloc.generation));
     // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).
     const nics: BuiltPair[] = [];
+    let nodeLinks: IpLink[] | undefined;
     for (const plan of alloc.nics) {
       if (plan.nicType === 'InfraNIC') {
         const mac = conf.runtimeConfig?.mac;
         const input = { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
         nics.push({ plan, built: await buildInfraNic(input, undo, d) });
       } else {
-        nics.push({
-          plan,
-          built: await buildDelegatedNic(plan, { netns: args.netns, attachmentIfName: args.ifName }, undo, d),
-        });
+        nodeLinks ??= await d.ip.listLinks(SELF);
+        const at = { netns: args.netns, attachmentIfName: args.ifName, nodeLinks };
+        nics.push({ plan, built: await buildDelegatedNic(plan, at, undo, d) });
       }
     }
     await d.daemon.commit(args.containerId, {

@@ -1,5 +1,6 @@
 import type { AllocateRequest } from '@ferry/shared-types/api/allocations';
 import type { PodRef } from '@ferry/shared-types/api/common';
+import type { Endpoint, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import type { ShimConf } from '../config';
 import type { CmdArgs } from '../env';
 
@@ -24,4 +25,9 @@ export function attachmentOf(args: CmdArgs, conf: ShimConf): AllocateRequest {
     pod: podOf(args),
     ...(conf.delegatedNICs ? { delegatedNICs: conf.delegatedNICs } : {}),
   };
+}
+
+/** The interfaces of one attachment (network + CNI_IFNAME) in a container's endpoint. */
+export function interfacesOf(ep: Endpoint | undefined, network: string, ifName: string): InterfaceRecord[] {
+  return (ep?.interfaces ?? []).filter((i) => i.network === network && i.attachmentIfName === ifName);
 }

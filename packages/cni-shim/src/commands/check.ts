@@ -3,29 +3,31 @@
  * code 11 (not a CHECK failure, as cilium-cni answers); every mismatch is listed in one CheckFailed.
  */
 import {
+  type IpAddrLink,
   IpAddrListSchema,
   IpBatch,
   IpRouteListSchema,
   type LinkRoute,
   netnsAt,
   parseOne,
+  sameMac,
   toAddresses,
   toMainRoutes,
 } from '@ferry/net';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
-import { type AnyResult, AnyResultSchema } from '@ferry/shared-types/cni/any-result';
+import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { checkInfraHostSide } from '../nic/infra';
+import { prevResultOf } from '../result';
+import { interfacesOf } from './attachment';
 
 export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   if (!conf.prevResult) throw new CniError(Code.InvalidConfig, 'invalid network config: CHECK needs prevResult');
-  const prev = parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult');
-  const ep = await d.daemon.getEndpoint(args.containerId);
-  const mine = (ep?.interfaces ?? []).filter((i) => i.network === conf.name && i.attachmentIfName === args.ifName);
+  const prev = await prevResultOf(conf);
+  const mine = interfacesOf(await d.daemon.getEndpoint(args.containerId), conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
       Code.CheckFailed,
@@ -33,10 +35,11 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
     );
   }
   const problems: string[] = [];
+  const pod = await inspectPod(args.netns, d);
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
     if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d)));
-    problems.push(...(await checkPodSide(rec, args, prev, d)));
+    problems.push(...(typeof pod === 'string' ? [pod] : checkPodSide(rec, args.netns, prev, pod)));
   }
   if (problems.length > 0) {
     throw new CniError(
@@ -49,40 +52,45 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
   return undefined;
 }
 
-async function checkPodSide(rec: InterfaceRecord, args: CmdArgs, prev: AnyResult, d: Deps): Promise<string[]> {
-  let docs: unknown[];
+interface PodView {
+  links: IpAddrLink[];
+  routes: LinkRoute[];
+}
+
+/** Every link with its addresses, and the routes, of the pod: one `ip` run. A string says why not. */
+async function inspectPod(netns: string, d: Deps): Promise<PodView | string> {
   try {
-    docs = await d.ip.apply(netnsAt(args.netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${args.netns}`);
+    const docs = await d.ip.apply(netnsAt(netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${netns}`);
+    return {
+      links: parseOne(IpAddrListSchema, docs, 'links'),
+      routes: toMainRoutes(parseOne(IpRouteListSchema, docs.slice(1), 'routes')),
+    };
   } catch (err) {
-    return [`cannot inspect ${args.netns}: ${(err as Error).message}`];
+    return `cannot inspect ${netns}: ${(err as Error).message}`;
   }
-  const link = parseOne(IpAddrListSchema, docs, 'links').find((l) => l.ifname === rec.ifName);
-  if (!link) return [`${rec.ifName} is missing from ${args.netns}`];
+}
+
+function checkPodSide(rec: InterfaceRecord, netns: string, prev: AnyResult, pod: PodView): string[] {
+  const link = pod.links.find((l) => l.ifname === rec.ifName);
+  if (!link) return [`${rec.ifName} is missing from ${netns}`];
   const problems: string[] = [];
-  if (rec.mac && link.address !== rec.mac)
+  if (rec.mac && !sameMac(link.address, rec.mac))
     problems.push(`${rec.ifName} has MAC ${link.address}, ferryd recorded ${rec.mac}`);
   if (rec.containerIfIndex && link.ifindex !== rec.containerIfIndex) {
     problems.push(`${rec.ifName} has ifindex ${link.ifindex}, ferryd recorded ${rec.containerIfIndex}`);
   }
   const live = new Set(toAddresses(link).map((a) => `${a.local}/${a.prefixlen}`));
-  const index = (prev.interfaces ?? []).findIndex((i) => i.name === rec.ifName && i.sandbox === args.netns);
-  if (index < 0) problems.push(`prevResult lists no interface ${rec.ifName} in ${args.netns}`);
+  const index = (prev.interfaces ?? []).findIndex((i) => i.name === rec.ifName && i.sandbox === netns);
+  if (index < 0) problems.push(`prevResult lists no interface ${rec.ifName} in ${netns}`);
   const expected = new Set([
     ...rec.addresses.map((a) => a.address),
     ...(prev.ips ?? []).filter((ip) => ip.interface === index).map((ip) => ip.address),
   ]);
   for (const a of expected) if (!live.has(a)) problems.push(`${rec.ifName} lacks address ${a}`);
-  const routes = toMainRoutes(parseOne(IpRouteListSchema, docs.slice(1), 'routes'));
   for (const r of prev.routes ?? []) {
     const gw = typeof r.gw === 'string' ? r.gw : undefined;
-    if (!routes.some((live) => sameRoute(live, r.dst, gw)))
+    if (!pod.routes.some((live) => live.dst === r.dst && (gw === undefined || live.gateway === gw)))
       problems.push(`route to ${r.dst}${gw ? ` via ${gw}` : ''} is missing`);
   }
   return problems;
-}
-
-function sameRoute(live: LinkRoute, dst: string, gw: string | undefined): boolean {
-  const liveDst = live.dst === 'default' ? (live.family === 6 ? '::/0' : '0.0.0.0/0') : live.dst;
-  const wanted = dst.endsWith('/32') || dst.endsWith('/128') ? [dst, dst.split('/')[0]] : [dst];
-  return wanted.includes(liveDst) && (gw === undefined || live.gateway === gw);
 }

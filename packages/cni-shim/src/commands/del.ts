@@ -6,23 +6,24 @@
  *
  * ferryd unreachable: tried for `delWaitMs` in all, then the DEL is queued (fallback/) and exits 0.
  */
+import { netnsAt } from '@ferry/net';
 import type { Endpoint } from '@ferry/shared-types/api/endpoints';
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
+import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-import { delWithoutDaemon } from '../fallback/del-offline';
 import { teardownDelegatedNic } from '../nic/delegated';
 import { teardownInfraNic } from '../nic/infra';
-
-/** ferryd down, starting or draining: code 11, whether it came from the transport or from ferryd. */
-const isDaemonDown = (err: unknown): err is CniError => err instanceof CniError && err.code === Code.TryAgainLater;
+import { interfacesOf } from './attachment';
 
 export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   try {
     await delOnline(args, conf, d, Date.now() + d.delWaitMs);
   } catch (err) {
     if (!isDaemonDown(err)) throw err;
+    // Loaded only now: the queue's schemas and file code are no part of a DEL that reaches ferryd.
+    const { delWithoutDaemon } = await import('../fallback/del-offline');
     let path: Awaited<ReturnType<typeof delWithoutDaemon>>;
     try {
       path = await delWithoutDaemon(args, conf, d, err);
@@ -35,10 +36,11 @@ export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<un
 }
 
 async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: number): Promise<void> {
-  const ep = await getWithin(args.containerId, deadline, d);
-  const mine = (ep?.interfaces ?? []).filter((i) => i.network === conf.name && i.attachmentIfName === args.ifName);
+  const mine = interfacesOf(await getWithin(args.containerId, deadline, d), conf.name, args.ifName);
   // Delegated devices first: they need the pod netns, which the InfraNIC's veth does not.
-  for (const nic of mine) if (nic.nicType === 'DelegatedNIC') await teardownDelegatedNic(nic, args.netns, d);
+  const delegated = mine.filter((nic) => nic.nicType === 'DelegatedNIC');
+  const podLinks = delegated.length > 0 && args.netns ? await d.ip.linksIfPresent(netnsAt(args.netns)) : undefined;
+  for (const nic of delegated) await teardownDelegatedNic(nic, args.netns, podLinks, d);
   for (const nic of mine) if (nic.nicType === 'InfraNIC') await teardownInfraNic(nic, d);
   const released = await d.daemon.release(args.containerId, conf.name, args.ifName);
   d.log.info({ interfaces: released.released.length, hadState: mine.length > 0 }, 'deleted');

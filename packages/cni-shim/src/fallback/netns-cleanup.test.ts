@@ -14,6 +14,11 @@ test.for([
   ['loopback', link({ ifname: 'lo', link_type: 'loopback' }), 'leave'],
   ['our veth', link({ ifname: 'eth0', linkinfo: { info_kind: 'veth' } }), 'delete-veth'],
   ['another veth', link({ ifname: 'eth1', linkinfo: { info_kind: 'veth' } }), 'leave'],
+  [
+    'a delegated veth whose alias the app overwrote',
+    link({ ifname: 'net2', linkinfo: { info_kind: 'veth' }, group: String(DELEGATED_GROUP) }),
+    'send-home',
+  ],
   ['our marked device', link({ ifname: 'net1', ifalias: markerOf('ens1f0v3', 'eth0') }), 'send-home'],
   ["another attachment's device", link({ ifname: 'net2', ifalias: markerOf('ens1f0v4', 'eth1') }), 'leave'],
   [

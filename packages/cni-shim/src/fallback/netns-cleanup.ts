@@ -8,22 +8,23 @@
  * durable, and a physical device left behind returns to the node when the netns dies, where ferryd's
  * reconciler finds it.
  */
-import { IpBatch, type IpLink, netnsAt, SELF } from '@ferry/net';
+import { type IpLink, netnsAt, SELF } from '@ferry/net';
 import type { Deps } from '../deps';
-import { AS_FOUND_ON_NODE, inDelegatedGroup, listOrNone, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
+import { AS_FOUND_ON_NODE, inDelegatedGroup, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
 
 /** What the daemon-down DEL of attachment `ifName` does with link `l` of the pod. */
 export function stateless(l: IpLink, ifName: string): 'delete-veth' | 'send-home' | 'leave' {
   if (l.ifname === 'lo' || l.link_type === 'loopback') return 'leave';
   const marker = parseMarker(l.ifalias);
   if (marker) return marker.attachmentIfName === ifName && l.address ? 'send-home' : 'leave';
-  if (l.linkinfo?.info_kind === 'veth') return l.ifname === ifName ? 'delete-veth' : 'leave';
-  return inDelegatedGroup(l) && l.address ? 'send-home' : 'leave';
+  // Ferry's group says delegated device whatever its kind; only then may a veth be this InfraNIC.
+  if (inDelegatedGroup(l)) return l.address ? 'send-home' : 'leave';
+  return l.linkinfo?.info_kind === 'veth' && l.ifname === ifName ? 'delete-veth' : 'leave';
 }
 
 export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Promise<void> {
   if (!netns) return;
-  const links = await listOrNone(netnsAt(netns), d);
+  const links = await d.ip.linksIfPresent(netnsAt(netns));
   if (!links) {
     d.log.info({ netns }, 'pod netns already gone: nothing to clean');
     return;
@@ -49,8 +50,8 @@ export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Pro
 
 async function deleteInfraVeth(netns: string, l: IpLink, d: Deps): Promise<void> {
   try {
-    await d.ip.apply(netnsAt(netns), new IpBatch().deleteLink(l.ifname), `delete ${l.ifname}`);
-    d.log.info({ ifName: l.ifname }, 'InfraNIC veth deleted without ferryd');
+    const r = await d.ip.deleteLink(netnsAt(netns), l.ifname);
+    d.log.info({ ifName: l.ifname, result: r }, 'InfraNIC veth deleted without ferryd');
   } catch (err) {
     d.log.warn({ err, ifName: l.ifname }, 'could not delete the InfraNIC veth');
   }

@@ -21,7 +21,6 @@ import {
   IpLinkListSchema,
   isNameTaken,
   isNameTakenAt,
-  type Netns,
   netnsAt,
   parseOne,
   SELF,
@@ -66,17 +65,21 @@ export function travelNameOf(mac: string): string {
 }
 
 /** The node's own namespace as a path other processes can open: this process's. */
-export const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
+const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
 
+/**
+ * Builds one DelegatedNIC. `nodeLinks` is one listing of the node for all of an ADD's devices: each
+ * device has its own MAC, so the others' moves do not make it wrong for this one.
+ */
 export async function buildDelegatedNic(
   plan: DelegatedNicPlan,
-  at: { netns: string; attachmentIfName: string },
+  at: { netns: string; attachmentIfName: string; nodeLinks: readonly IpLink[] },
   undo: Rollback,
   d: Deps,
 ): Promise<BuiltNic> {
   const { netns } = at;
   const pod = netnsAt(netns);
-  const dev = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, plan.mac));
+  const dev = at.nodeLinks.find((l) => sameMac(l.address, plan.mac));
   if (!dev) {
     throw new CniError(
       Code.DeviceUnavailable,
@@ -154,17 +157,25 @@ export function findInPod(
   );
 }
 
-/** DEL of a DelegatedNIC. A device that is not in the pod (netns gone, already home) is done. */
-export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, d: Deps): Promise<void> {
+/**
+ * DEL of a DelegatedNIC. A device that is not in the pod (netns gone, already home) is done. `podLinks`
+ * is one listing of the pod for all of a DEL's devices (undefined: the netns is gone); a device already
+ * sent home only costs the next one a detour under its `frt` name.
+ */
+export async function teardownDelegatedNic(
+  rec: InterfaceRecord,
+  netns: string,
+  podLinks: readonly IpLink[] | undefined,
+  d: Deps,
+): Promise<void> {
   const mac = rec.deviceMac ?? rec.mac;
   const hostIfName = rec.hostIfName;
   if (!mac || !hostIfName) {
     d.log.warn({ ifName: rec.ifName }, 'delegated interface without a device record: nothing to return');
     return;
   }
-  const links = netns ? await listOrNone(netnsAt(netns), d) : undefined;
-  const dev = links
-    ? findInPod(links, {
+  const dev = podLinks
+    ? findInPod(podLinks, {
         ...(rec.containerIfIndex ? { containerIfIndex: rec.containerIfIndex } : {}),
         mac,
         ifName: rec.ifName,
@@ -178,7 +189,7 @@ export async function teardownDelegatedNic(rec: InterfaceRecord, netns: string, 
     );
     return;
   }
-  await moveHome(dev, links ?? [], { mac, hostIfName, netns, restore: AS_FOUND_ON_NODE }, d);
+  await moveHome(dev, podLinks ?? [], { mac, hostIfName, netns, restore: AS_FOUND_ON_NODE }, d);
 }
 
 /** What a device gets back on the node: its alias and link group. */
@@ -249,7 +260,7 @@ async function returnHome(
   d: Deps,
 ): Promise<void> {
   const restore: LinkMarks = { alias: trip.alias, group: trip.group };
-  const podLinks = (await listOrNone(netnsAt(trip.netns), d)) ?? [];
+  const podLinks = (await d.ip.linksIfPresent(netnsAt(trip.netns))) ?? [];
   const inPod = podLinks.find((l) => sameMac(l.address, trip.mac));
   if (inPod) await moveHome(inPod, podLinks, { ...trip, restore }, d);
   const onNode = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
@@ -259,17 +270,6 @@ async function returnHome(
   b.setAlias(trip.hostIfName, trip.alias).setGroup(trip.hostIfName, trip.group);
   if (trip.wasUp) b.setUp(trip.hostIfName);
   await d.ip.apply(SELF, b, `restore device ${trip.mac} on the node`);
-}
-
-/** The links of a pod netns, or undefined when the netns is gone. */
-export async function listOrNone(ns: Netns, d: Deps): Promise<IpLink[] | undefined> {
-  try {
-    return await d.ip.listLinks(ns);
-  } catch (err) {
-    if (err instanceof CniError && /Cannot open network namespace|No such file|Invalid argument/.test(err.message))
-      return undefined;
-    throw err;
-  }
 }
 
 function nameTaken(trip: HomeTrip, holder: IpLink): CniError {

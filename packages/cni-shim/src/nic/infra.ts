@@ -148,8 +148,7 @@ export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps): Promise
   if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
   const routes = await d.ip.listRoutes(SELF);
   for (const a of rec.addresses) {
-    const ip = a.address.split('/')[0];
-    if (!routes.some((r) => r.dev === rec.hostVethName && (r.dst === ip || r.dst === a.address))) {
+    if (!routes.some((r) => r.dev === rec.hostVethName && r.dst === a.address)) {
       problems.push(`no host route to ${a.address} via ${rec.hostVethName}`);
     }
   }

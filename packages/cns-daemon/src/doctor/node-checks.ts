@@ -11,7 +11,7 @@ import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
 
 /** A pending entry older than this means the queue is not being drained. */
-export const QUEUE_STUCK_SEC = 60;
+const QUEUE_STUCK_SEC = 60;
 
 export interface NodeChecksDeps {
   endpoints: EndpointStore;

@@ -17,7 +17,7 @@ import { HOST_VETH_MAC } from '../ipam/pool';
 import type { Db } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
-import type { AttachmentRow, DeviceRow } from '../store/rows';
+import type { AttachmentRow, DeviceRow, InterfaceRow } from '../store/rows';
 import { hostVethNameOf } from './host-veth';
 import { addressesOf, routesOf, toRecord } from './records';
 
@@ -27,6 +27,11 @@ export interface AttachmentsDeps {
   devices: DeviceStore;
   ipam: Ipam;
   now: () => number;
+  /**
+   * Called (inside the releasing transaction: it must only schedule work) whenever a release frees
+   * delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
+   */
+  onDevicesReleased?: () => void;
 }
 
 interface WantedDevice {
@@ -62,15 +67,16 @@ export class Attachments {
         endpoints.touch(existing.id, this.#d.now());
         return { plan: this.#planOf(existing), created: false };
       }
-      const clash = endpoints.interfacesOfContainer(req.containerId).find((i) => i.if_name === req.ifName);
-      if (clash) {
+      // The container's other interfaces: a name this one must not take, devices it already holds.
+      const others = endpoints.interfacesOfContainer(req.containerId);
+      if (others.some((i) => i.if_name === req.ifName)) {
         throw new CniError(
           Code.AttachmentConflict,
           `allocate ${req.containerId}/${req.ifName}: "${req.ifName}" is already a delegated interface of this container`,
         );
       }
       const net = ipam.network(req.network);
-      const wanted = this.#wantedDevices(req);
+      const wanted = this.#wantedDevices(req, others);
       const now = this.#d.now();
       const attachmentId = endpoints.insertAttachment({
         network: req.network,
@@ -83,7 +89,6 @@ export class Attachments {
         ...(req.pod?.infraContainerId ? { podInfraContainerId: req.pod.infraContainerId } : {}),
         nowMs: now,
       });
-      const routes = net.pools.flatMap((p) => p.spec.routes);
       const infraId = endpoints.insertInterface({
         attachmentId,
         position: 0,
@@ -91,11 +96,11 @@ export class Attachments {
         ifName: req.ifName,
         endpointId: endpointIdOf('InfraNIC', req.containerId, req.ifName),
         nicType: 'InfraNIC',
-        routesJson: JSON.stringify(routes),
+        routesJson: net.routesJson,
         hostVethName: hostVethNameOf(req.containerId, req.ifName),
       });
       ipam.assign(req.network, infraId, now);
-      this.#attachDevices(req, attachmentId, wanted);
+      this.#attachDevices(req, attachmentId, wanted, others);
       const created = endpoints.getAttachmentById(attachmentId);
       if (!created) throw new CniError(Code.Internal, `attachment ${attachmentId} vanished inside its transaction`);
       return { plan: this.#planOf(created), created: true };
@@ -193,13 +198,13 @@ export class Attachments {
   }
 
   /** The devices this pod gets: its reservations first, then what the network config asks of a group. */
-  #wantedDevices(req: AllocateRequest): WantedDevice[] {
+  #wantedDevices(req: AllocateRequest, others: readonly InterfaceRow[]): WantedDevice[] {
     const { devices } = this.#d;
     const wanted: WantedDevice[] = [];
     const { namespace, name } = req.pod ?? {};
     if (namespace && name) {
       // The pod's other attachments may already hold its reserved devices: those stay where they are.
-      const own = new Set(this.#d.endpoints.interfacesOfContainer(req.containerId).map((i) => i.id));
+      const own = new Set(others.map((i) => i.id));
       for (const row of devices.reservedFor(namespace, name)) {
         const reservation = reservationOf(row);
         if (row.interface_id !== null && own.has(row.interface_id)) continue;
@@ -237,10 +242,15 @@ export class Attachments {
   }
 
   /** Interface rows for the devices, named as reserved or net1, net2, …; each device assigned to its row. */
-  #attachDevices(req: AllocateRequest, attachmentId: number, wanted: WantedDevice[]): void {
+  #attachDevices(
+    req: AllocateRequest,
+    attachmentId: number,
+    wanted: WantedDevice[],
+    others: readonly InterfaceRow[],
+  ): void {
     if (wanted.length === 0) return;
     const { endpoints, devices } = this.#d;
-    const taken = new Set([req.ifName, ...endpoints.interfacesOfContainer(req.containerId).map((i) => i.if_name)]);
+    const taken = new Set([req.ifName, ...others.map((i) => i.if_name)]);
     let n = 1;
     for (const [k, w] of wanted.entries()) {
       let ifName = w.ifName;
@@ -277,10 +287,12 @@ export class Attachments {
 
   #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
     const { endpoints, ipam } = this.#d;
-    const records = endpoints.interfacesOf(a.id).map((i) => toRecord(a, i, ipam));
+    const interfaces = endpoints.interfacesOf(a.id);
+    const records = interfaces.map((i) => toRecord(a, i, ipam));
     const now = this.#d.now();
-    for (const i of endpoints.interfacesOf(a.id)) ipam.release(i.id, now);
+    for (const i of interfaces) ipam.release(i.id, now);
     endpoints.deleteAttachment(a.id);
+    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#d.onDevicesReleased?.();
     return records;
   }
 

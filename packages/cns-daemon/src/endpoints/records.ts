@@ -2,28 +2,23 @@
 import type { AssignedAddress, PodRoute } from '@ferry/shared-types/api/common';
 import { AssignedAddressSchema, PodRouteSchema } from '@ferry/shared-types/api/common';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 import type { Ipam } from '../ipam/ipam';
-import type { AttachmentRow, InterfaceRow } from '../store/rows';
+import { type AttachmentRow, type InterfaceRow, parseRow } from '../store/rows';
 
 const RoutesSchema = z.array(PodRouteSchema);
 const AddressesSchema = z.array(AssignedAddressSchema);
 
 export function routesOf(row: InterfaceRow): PodRoute[] {
-  const r = RoutesSchema.safeParse(JSON.parse(row.routes_json));
-  if (!r.success) throw new Error(`corrupt interfaces row ${row.id}: routes_json: ${describeFirstIssue(r.error)}`);
-  return r.data;
+  return parseRow(RoutesSchema, JSON.parse(row.routes_json), `interfaces.routes_json`);
 }
 
 /** Pool addresses, then the static ones an operator's reservation gave a delegated NIC. */
 export function addressesOf(network: string, row: InterfaceRow, ipam: Ipam): AssignedAddress[] {
   const pooled = ipam.addressesOf(network, row.id);
   if (!row.static_addresses_json) return pooled;
-  const r = AddressesSchema.safeParse(JSON.parse(row.static_addresses_json));
-  if (!r.success)
-    throw new Error(`corrupt interfaces row ${row.id}: static_addresses_json: ${describeFirstIssue(r.error)}`);
-  return [...pooled, ...r.data];
+  const statics = parseRow(AddressesSchema, JSON.parse(row.static_addresses_json), `interfaces.static_addresses_json`);
+  return [...pooled, ...statics];
 }
 
 export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): InterfaceRecord {

@@ -3,9 +3,13 @@
  * zod's strict cidr/ip formats at the config boundary; ipaddr.js turns them into bytes and back into
  * canonical text (RFC 5952 for IPv6).
  */
+import type { Family } from '@ferry/shared-types/api/common';
 import ipaddr from 'ipaddr.js';
 
-export type Family = 4 | 6;
+export type { Family } from '@ferry/shared-types/api/common';
+
+/** 32 or 128: the bits of an address of the family. */
+export const bitsOf = (family: Family): number => (family === 4 ? 32 : 128);
 
 export interface Cidr {
   family: Family;
@@ -43,14 +47,19 @@ export function parseCidr(text: string): Cidr {
   const addr = text.slice(0, slash);
   const prefix = Number(text.slice(slash + 1));
   const family = familyOf(addr);
-  const bits = family === 4 ? 32 : 128;
+  const bits = bitsOf(family);
   if (!Number.isInteger(prefix) || prefix < 0 || prefix > bits) throw new Error(`"${text}" has an invalid prefix`);
   const base = toBigInt(addr);
   if ((base & hostMask(bits, prefix)) !== 0n) throw new Error(`"${text}" has host bits set`);
   return { family, base, prefix, bits };
 }
 
-export function hostMask(bits: number, prefix: number): bigint {
+/** An `exclude` entry: a CIDR, or a single address as its /32 or /128. */
+export function parseExclusion(entry: string): Cidr {
+  return parseCidr(entry.includes('/') ? entry : `${entry}/${bitsOf(familyOf(entry))}`);
+}
+
+function hostMask(bits: number, prefix: number): bigint {
   return (1n << BigInt(bits - prefix)) - 1n;
 }
 

@@ -9,12 +9,14 @@ import type { FerrydConfig, NetworkConfig } from '../config';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';
-import { type Family, overlaps, parseCidr } from './cidr';
+import { bitsOf, type Family, overlaps, parseCidr } from './cidr';
 import { type PoolSpec, poolSpecsOf } from './pool';
 
 export interface NetworkPools {
   config: NetworkConfig;
   pools: { spec: PoolSpec; poolId: number }[];
+  /** Every pool's pod routes as the InfraNIC row stores them (the same for every pod of the network). */
+  routesJson: string;
 }
 
 export class Ipam {
@@ -27,8 +29,13 @@ export class Ipam {
     this.#pools = pools;
     this.cooldownMs = Math.round(config.cooldownSec * 1000);
     for (const net of config.networks) {
-      const entry: NetworkPools = { config: net, pools: [] };
-      for (const spec of poolSpecsOf(net)) {
+      const specs = poolSpecsOf(net);
+      const entry: NetworkPools = {
+        config: net,
+        pools: [],
+        routesJson: JSON.stringify(specs.flatMap((s) => s.routes)),
+      };
+      for (const spec of specs) {
         const row = pools.ensurePool(net.name, spec.family, spec.subnetText);
         if ('conflict' in row) {
           throw new StartupError(
@@ -92,7 +99,7 @@ export class Ipam {
       const spec = pools.find((p) => p.spec.family === family)?.spec;
       return {
         family,
-        address: `${row.address}/${family === 4 ? 32 : 128}`,
+        address: `${row.address}/${bitsOf(family)}`,
         ...(spec ? { gateway: spec.gateway } : {}),
       };
     });

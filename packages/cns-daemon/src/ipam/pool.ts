@@ -4,14 +4,14 @@
  */
 import type { PodRoute } from '@ferry/shared-types/api/common';
 import type { NetworkConfig, PoolConfig } from '../config';
-import { type Cidr, type Family, formatCidr, lastOf, parseCidr, toBigInt } from './cidr';
+import { type Cidr, type Family, formatCidr, lastOf, parseCidr, parseExclusion, toBigInt } from './cidr';
 
 /**
  * Every pod's gateway is a link-local address no interface owns on IPv4 (169.254.1.1) and the link-local
  * address of the fixed host-veth MAC on IPv6, so all pods share one gateway and the node needs no
  * per-pod gateway address. The pod reaches it through a permanent neighbour entry for HOST_VETH_MAC.
  */
-export const GATEWAY: Record<Family, string> = { 4: '169.254.1.1', 6: 'fe80::ecee:eeff:feee:eeee' };
+const GATEWAY: Record<Family, string> = { 4: '169.254.1.1', 6: 'fe80::ecee:eeff:feee:eeee' };
 export const HOST_VETH_MAC = 'ee:ee:ee:ee:ee:ee';
 
 export interface PoolSpec {
@@ -38,7 +38,7 @@ export function poolSpecsOf(net: NetworkConfig): PoolSpec[] {
   return out;
 }
 
-export function poolSpecOf(network: string, family: Family, pool: PoolConfig): PoolSpec {
+function poolSpecOf(network: string, family: Family, pool: PoolConfig): PoolSpec {
   const subnet = parseCidr(pool.subnet);
   const last = lastOf(subnet);
   // IPv4 skips the network and broadcast addresses; IPv6 skips only the subnet-router anycast address.
@@ -46,8 +46,8 @@ export function poolSpecOf(network: string, family: Family, pool: PoolConfig): P
   const end = pool.rangeEnd ? toBigInt(pool.rangeEnd) : family === 4 ? last - 1n : last;
   const exclusions = mergeIntervals(
     pool.exclude
-      .map((e) => (e.includes('/') ? parseCidr(e) : parseCidr(`${e}/${family === 4 ? 32 : 128}`)))
-      .filter((c) => c.family === family)
+      // config.ts has already refused an exclusion of the other family or outside the subnet.
+      .map(parseExclusion)
       .map((c): [bigint, bigint] => [c.base > start ? c.base : start, lastOf(c) < end ? lastOf(c) : end])
       .filter(([lo, hi]) => lo <= hi),
   );

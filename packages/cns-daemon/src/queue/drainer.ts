@@ -41,7 +41,7 @@ import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
 
-export const MAX_ATTEMPTS = 5;
+const MAX_ATTEMPTS = 5;
 /** A shim's temp file this old was abandoned (the shim died between write and rename). */
 const ABANDONED_TMP_MS = 60_000;
 const FAILED = 'failed';
@@ -76,10 +76,6 @@ export class Drainer {
   constructor(deps: DrainerDeps) {
     this.#d = deps;
     mkdirSync(deps.dir, { recursive: true, mode: 0o700 });
-  }
-
-  get dir(): string {
-    return this.#d.dir;
   }
 
   /**
@@ -347,7 +343,7 @@ function readReason(path: string): string | undefined {
 }
 
 /** Reads and validates one entry file; throws with the reason it cannot be applied. */
-export function readEntry(path: string): QueueEntry {
+function readEntry(path: string): QueueEntry {
   const text = readSmallFile(path, QUEUE_ENTRY_MAX_BYTES);
   let doc: unknown;
   try {

@@ -25,6 +25,7 @@ export class Reconciler {
   readonly #d: ReconcilerDeps;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<ReconcileResult> | undefined;
+  #stopped = false;
 
   constructor(deps: ReconcilerDeps) {
     this.#d = deps;
@@ -43,6 +44,7 @@ export class Reconciler {
    * inventory shows them home now rather than at the next period). Errors are logged.
    */
   runSoon(): void {
+    if (this.#stopped) return;
     this.runOnce().catch((err: unknown) => this.#d.log.error({ err }, 'reconcile pass failed'));
   }
 
@@ -52,6 +54,7 @@ export class Reconciler {
   }
 
   async stop(): Promise<void> {
+    this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#running?.catch(() => undefined);

@@ -1,10 +1,10 @@
 import { AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
-import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
+import { errors } from './errors';
 
 /** POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. */
 export const allocationRoutes: FastifyPluginAsyncZod<{
@@ -18,7 +18,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       schema: {
         summary: 'Allocate addresses and the NIC plan for one attachment (idempotent)',
         body: AllocateRequestSchema,
-        response: { 200: AllocationSchema, '4xx': CniErrorSchema, '5xx': CniErrorSchema },
+        response: { 200: AllocationSchema, ...errors },
       },
     },
     async (req) => {

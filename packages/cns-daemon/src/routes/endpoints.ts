@@ -5,19 +5,16 @@ import {
   ReleaseQuerySchema,
   ReleaseResultSchema,
 } from '@ferry/shared-types/api/endpoints';
-import { CniErrorSchema } from '@ferry/shared-types/api/error';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Metrics } from '../metrics';
-
-const errors = { '4xx': CniErrorSchema, '5xx': CniErrorSchema };
+import { errors } from './errors';
 
 /** Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). */
 export const endpointRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
   metrics: Metrics;
-  reconcileSoon(): void;
-}> = async (app, { attachments, metrics, reconcileSoon }) => {
+}> = async (app, { attachments, metrics }) => {
   app.put(
     '/v1/endpoints/:containerId',
     {
@@ -61,7 +58,6 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       const { network, ifName, generation } = req.query;
       const result = attachments.release(req.params.containerId, network, ifName, generation);
       if (result.released.length > 0) metrics.releases.inc({ network });
-      if (result.released.some((r) => r.nicType === 'DelegatedNIC')) reconcileSoon();
       req.log.info(
         { containerId: req.params.containerId, ifName, network, interfaces: result.released.length },
         'released',

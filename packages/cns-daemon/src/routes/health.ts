@@ -1,10 +1,7 @@
-import { ReadinessSchema } from '@ferry/shared-types/api/status';
+import { HealthSchema, ReadinessSchema } from '@ferry/shared-types/api/status';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import * as z from 'zod/mini';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
-
-const HealthSchema = z.strictObject({ ok: z.boolean(), msg: z.optional(z.string()) });
 
 /** /healthz (alive and the database answers), /readyz, /metrics, /openapi.json. No auth anywhere. */
 export const healthRoutes: FastifyPluginAsyncZod<{ lifecycle: Lifecycle; metrics: Metrics; ping(): void }> = async (

@@ -1,14 +1,15 @@
 /** The pools and addresses tables. Statements are prepared once; callers own transactions. */
+import { FamilySchema } from '@ferry/shared-types/api/common';
 import * as z from 'zod/mini';
 import type { Db } from './db';
 import { type AddressRow, AddressRowSchema, type PoolRow, PoolRowSchema, parseRow } from './rows';
 
 const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
 const CountSchema = z.object({ n: z.number() });
-const FamilyAddressRowSchema = z.extend(AddressRowSchema, { family: z.union([z.literal(4), z.literal(6)]) });
+const FamilyAddressRowSchema = z.extend(AddressRowSchema, { family: FamilySchema });
 const AddressListRowSchema = z.extend(AddressRowSchema, {
   network: z.string(),
-  family: z.union([z.literal(4), z.literal(6)]),
+  family: FamilySchema,
   container_id: z.nullable(z.string()),
   if_name: z.nullable(z.string()),
 });

@@ -2,6 +2,9 @@
  * Row schemas: rows come back from a file another process (or an older ferryd) may have written, so
  * they are parsed like any other input before they become domain types.
  */
+
+import { FamilySchema } from '@ferry/shared-types/api/common';
+import { AddressStateSchema } from '@ferry/shared-types/api/operator';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 
@@ -47,7 +50,7 @@ export const AddressRowSchema = z.object({
   pool_id: Int,
   offset_hex: z.string(),
   address: z.string(),
-  state: z.enum(['Assigned', 'PendingRelease']),
+  state: AddressStateSchema,
   interface_id: OptInt,
   since_ms: Int,
   available_at_ms: OptInt,
@@ -71,7 +74,7 @@ export type DeviceRow = z.infer<typeof DeviceRowSchema>;
 export const PoolRowSchema = z.object({
   id: Int,
   network: z.string(),
-  family: z.union([z.literal(4), z.literal(6)]),
+  family: FamilySchema,
   subnet: z.string(),
   cursor_hex: OptText,
 });

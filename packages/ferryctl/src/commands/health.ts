@@ -1,11 +1,9 @@
-import * as z from 'zod/mini';
+import { HealthSchema, ReadinessSchema } from '@ferry/shared-types/api/status';
 import type { Context } from '../context';
-
-const HealthSchema = z.looseObject({});
 
 /** `health [--ready]`: exit 0 when ferryd is alive (or ready); what the DaemonSet's probes run. */
 export async function cmdHealth(ctx: Context): Promise<number> {
-  const path = ctx.flags.ready ? '/readyz' : '/healthz';
-  await ctx.client.call('GET', path, HealthSchema);
+  if (ctx.flags.ready) await ctx.client.call('GET', '/readyz', ReadinessSchema);
+  else await ctx.client.call('GET', '/healthz', HealthSchema);
   return ctx.print(ctx.flags.ready ? 'ready' : 'alive');
 }

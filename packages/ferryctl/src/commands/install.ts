@@ -16,6 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
 import type { Context } from '../context';
 import { inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
+import { parseJson } from '../json';
 
 const ConflistSchema = z.looseObject({
   cniVersion: z.string(),
@@ -94,12 +95,4 @@ export async function cmdInstall(ctx: Context): Promise<number> {
     ctx.print(`rendered ${out}`);
   }
   return 0;
-}
-
-function parseJson(text: string, where: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new CniError(Code.DecodeFailure, `${where}: ${(err as Error).message}`);
-  }
 }

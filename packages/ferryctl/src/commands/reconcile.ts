@@ -5,6 +5,9 @@ import type { Context } from '../context';
 export async function cmdReconcile(ctx: Context): Promise<number> {
   const r = await ctx.client.call('POST', '/v1/operator/reconcile', ReconcileResultSchema);
   if (ctx.json) return ctx.print(JSON.stringify(r, null, 2));
-  ctx.print(`cooled down: ${r.cooledDown} addresses; stale endpoints released: ${r.staleReleased}`);
+  ctx.print(
+    `cooled down: ${r.cooledDown} addresses; stale endpoints released: ${r.staleReleased}; ` +
+      `devices refunded: ${r.devicesRefunded}, renamed home: ${r.devicesRenamed}; queued DELs applied: ${r.queueApplied}`,
+  );
   return 0;
 }

@@ -4,8 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { parseAs } from '@ferry/shared-types/parse';
 import { Agent, request } from 'undici';
 import * as z from 'zod/mini';
+import { parseJson } from '../json';
 
 const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -43,7 +45,12 @@ export async function podCidrsOf(node: string, api: ApiAccess): Promise<{ v4?: s
     if (res.statusCode !== 200) {
       throw new CniError(Code.NotFound, `install: get node ${node}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
     }
-    const spec = NodeSchema.parse(JSON.parse(text)).spec;
+    const spec = parseAs(
+      NodeSchema,
+      parseJson(text, `install: node ${node}`),
+      Code.DaemonProtocol,
+      `install: node ${node}`,
+    ).spec;
     const cidrs = spec?.podCIDRs ?? (spec?.podCIDR ? [spec.podCIDR] : []);
     const v4 = cidrs.find((c) => !c.includes(':'));
     const v6 = cidrs.find((c) => c.includes(':'));

@@ -6,8 +6,8 @@
  */
 import * as z from 'zod/mini';
 import { DelegatedNicsRequestSchema } from '../cni/config';
+import { DnsSchema } from '../cni/dns';
 import { IfNameSchema } from '../cni/names';
-import { DnsSchema } from '../cni/result';
 import { AssignedAddressSchema, AttachmentKeySchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
 
 export const AllocateRequestSchema = z.extend(AttachmentKeySchema, {

@@ -16,7 +16,8 @@ export type EndpointListQuery = z.infer<typeof EndpointListQuerySchema>;
 export const EndpointListSchema = z.strictObject({ endpoints: z.array(EndpointSchema) });
 export type EndpointList = z.infer<typeof EndpointListSchema>;
 
-export const AddressStateSchema = z.enum(['Available', 'Assigned', 'PendingRelease']);
+/** The states an address is stored in; an Available address has no row and is never listed. */
+export const AddressStateSchema = z.enum(['Assigned', 'PendingRelease']);
 export type AddressState = z.infer<typeof AddressStateSchema>;
 
 export const PoolUsageSchema = z.strictObject({
@@ -39,7 +40,7 @@ export const PoolListSchema = z.strictObject({ pools: z.array(PoolUsageSchema) }
 
 export const AddressListQuerySchema = z.strictObject({
   network: z.optional(NetworkNameSchema),
-  state: z.optional(z.enum(['Assigned', 'PendingRelease'])),
+  state: z.optional(AddressStateSchema),
 });
 
 /** One address that is not Available (Available addresses are not stored, so a /64 costs nothing). */
@@ -47,7 +48,7 @@ export const AddressRecordSchema = z.strictObject({
   network: NetworkNameSchema,
   family: FamilySchema,
   address: z.string(),
-  state: z.enum(['Assigned', 'PendingRelease']),
+  state: AddressStateSchema,
   containerId: z.optional(z.string()),
   ifName: z.optional(z.string()),
   /** When it entered this state (ISO 8601). */

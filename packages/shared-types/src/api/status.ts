@@ -25,3 +25,6 @@ export const ReadinessSchema = z.strictObject({
   phase: z.enum(['starting', 'ready', 'draining']),
 });
 export type Readiness = z.infer<typeof ReadinessSchema>;
+
+/** GET /healthz: alive, and the database answers. */
+export const HealthSchema = z.strictObject({ ok: z.boolean(), msg: z.optional(z.string()) });

@@ -5,18 +5,10 @@
  */
 import * as z from 'zod/mini';
 import { doc } from '../doc';
-import { NetworkNameSchema } from './names';
+import { ConfDnsSchema } from './dns';
+import { absolutePath, NetworkNameSchema } from './names';
 
 const Int = () => z.number().check(z.int());
-const absolutePath = () => z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));
-
-/** The well-known `dns` key (SPEC.md §1). */
-export const ConfDnsSchema = z.looseObject({
-  nameservers: z.optional(z.array(z.string())),
-  domain: z.optional(z.string()),
-  search: z.optional(z.array(z.string())),
-  options: z.optional(z.array(z.string())),
-});
 
 /** One runtimeConfig.portMappings entry (CONVENTIONS.md). */
 export const PortMappingSchema = z.looseObject({

@@ -17,3 +17,6 @@ export const ContainerIdSchema = fromProblem(containerIdProblem);
 export const IfNameSchema = fromProblem(ifNameProblem);
 /** A CNI network name. */
 export const NetworkNameSchema = fromProblem(networkNameProblem);
+
+/** A file system path that does not depend on the working directory. */
+export const absolutePath = () => z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));

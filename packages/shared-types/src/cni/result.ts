@@ -5,6 +5,7 @@
  * what a plugin of that version may print.
  */
 import * as z from 'zod/mini';
+import { DnsSchema } from './dns';
 import type { CniVersion } from './versions';
 
 const Cidr = z.union([z.cidrv4(), z.cidrv6()]);
@@ -23,13 +24,6 @@ export const RouteSchema = z.strictObject({
 export type Route = z.infer<typeof RouteSchema>;
 
 /** DNS settings (SPEC.md §5 "DNS"). */
-export const DnsSchema = z.strictObject({
-  nameservers: z.optional(z.array(z.string())),
-  domain: z.optional(z.string()),
-  search: z.optional(z.array(z.string())),
-  options: z.optional(z.array(z.string())),
-});
-export type Dns = z.infer<typeof DnsSchema>;
 
 const InterfaceV04Schema = z.strictObject({
   name: z.string(),

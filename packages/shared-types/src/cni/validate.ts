@@ -6,8 +6,6 @@
  */
 /** pkg/utils ValidateContainerID: starts alphanumeric, then alphanumerics, `_`, `.`, `-`. */
 export const CONTAINER_ID_RE = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
-/** pkg/utils ValidateNetworkName uses the same character set. */
-export const NETWORK_NAME_RE = CONTAINER_ID_RE;
 /** Container IDs are 64 hex chars from containerd/CRI-O; cap them so they stay usable as file names. */
 export const MAX_CONTAINER_ID_LENGTH = 255;
 /** IFNAMSIZ is 16 including the terminating NUL. */
@@ -30,10 +28,5 @@ export function ifNameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** Returns why `name` is not a valid network name, or undefined. */
-export function networkNameProblem(name: string): string | undefined {
-  if (name === '') return 'is empty';
-  if (name.length > MAX_CONTAINER_ID_LENGTH) return `is longer than ${MAX_CONTAINER_ID_LENGTH} characters`;
-  if (!NETWORK_NAME_RE.test(name)) return 'must match ^[a-zA-Z0-9][a-zA-Z0-9_.\\-]*$';
-  return undefined;
-}
+/** Returns why `name` is not a valid network name, or undefined: the container ID's rules. */
+export const networkNameProblem = containerIdProblem;

@@ -4,12 +4,11 @@
  * Field descriptions are the reference's text.
  */
 import * as z from 'zod/mini';
-import { NetworkNameSchema } from '../cni/names';
-import { DnsSchema } from '../cni/result';
+import { DnsSchema } from '../cni/dns';
+import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
 import { NicTypeSchema } from '../nic';
 
-const absolutePath = () => z.string().check(z.regex(/^\//, { message: 'must be an absolute path' }));
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
 

@@ -6,7 +6,7 @@ import {
 } from '@ferry/shared-types/api/devices';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
-import { errors } from './errors';
+import { errors } from '../errors';
 
 /** The delegated-NIC inventory, and reservations of devices for pods. */
 export const operatorDeviceRoutes: FastifyPluginAsyncZod<{ operator: Operator }> = async (app, { operator }) => {

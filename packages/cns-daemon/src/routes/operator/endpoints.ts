@@ -3,7 +3,7 @@ import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/end
 import { EndpointListQuerySchema, EndpointListSchema } from '@ferry/shared-types/api/operator';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
-import { errors } from './errors';
+import { errors } from '../errors';
 
 /** List, show and force-delete endpoints. */
 export const operatorEndpointRoutes: FastifyPluginAsyncZod<{ operator: Operator }> = async (app, { operator }) => {

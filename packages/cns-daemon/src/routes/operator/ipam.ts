@@ -9,7 +9,7 @@ import {
 } from '@ferry/shared-types/api/operator';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
-import { errors } from './errors';
+import { errors } from '../errors';
 
 /** Pool usage, per-address state, reconcile-now, the invariant check and operator GC. */
 export const operatorIpamRoutes: FastifyPluginAsyncZod<{ operator: Operator }> = async (app, { operator }) => {

@@ -1,7 +1,7 @@
 import { FailedEntryParamsSchema, QueueStatusSchema } from '@ferry/shared-types/api/queue';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
-import { errors } from './errors';
+import { errors } from '../errors';
 
 /** The delete queue: pending and set-aside entries; put a set-aside entry back. */
 export const operatorQueueRoutes: FastifyPluginAsyncZod<{ operator: Operator }> = async (app, { operator }) => {

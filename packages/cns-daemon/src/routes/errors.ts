@@ -1,4 +1,4 @@
 import { CniErrorSchema } from '@ferry/shared-types/api/error';
 
-/** Every operator route answers errors in the CNI shape. */
+/** Every route answers errors in the CNI shape. */
 export const errors = { '4xx': CniErrorSchema, '5xx': CniErrorSchema };
