@@ -41,9 +41,12 @@ test('endpoints, ipam and doctor; doctor reports a store broken behind ferryd', 
   expect(ipam.stdout).toMatch(/ferry\s+IPv4\s+10\.244\.1\.0\/24\s+254\s+1\s+0\s+253\s+30s/);
 
   expect(await ferryctl(ferryd, 'doctor')).toMatchObject({ exitCode: 0, stdout: 'ok: every invariant holds' });
+  // ferryd holds the database exclusively while it runs: the store is broken while it is stopped.
+  await ferryd.stop();
   const db = new Database(ferryd.database);
   db.prepare("DELETE FROM addresses WHERE address = '10.244.1.1'").run();
   db.close();
+  await ferryd.start();
   const sick = await ferryctl(ferryd, 'doctor');
   expect(sick.exitCode).toBe(1);
   expect(sick.stdout).toContain('endpoint-without-address');

@@ -11,7 +11,6 @@ import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fa
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
-  serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
@@ -28,9 +27,13 @@ import { gcRoutes } from './routes/gc';
 import { healthRoutes } from './routes/health';
 import { operatorRoutes } from './routes/operator/index';
 import { statusRoutes } from './routes/status';
+import { serializerCompilerOf } from './serializer';
+import type { GroupCommit } from './store/group-commit';
 
 export interface AppDeps {
   attachments: Attachments;
+  /** Where the shim routes run their writes: concurrent requests share one transaction. */
+  writes: GroupCommit;
   ipam: Ipam;
   operator: Operator;
   lifecycle: Lifecycle;
@@ -44,6 +47,8 @@ export interface AppOptions {
   /** `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens. */
   surface: 'unix' | 'tcp';
   tokens?: { read: string; admin?: string };
+  /** Encode every answer through its route's schema and fail on drift (tests; see serializer.ts). */
+  checkResponses?: boolean;
 }
 
 export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'unix' }) {
@@ -56,14 +61,14 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     return503OnClosing: false,
     // Container IDs go in the path and may be 255 characters (fastify's default stops at 100, and a
     // longer one would be "route not found", which a DEL cannot tell from an unknown container).
-    maxParamLength: MAX_CONTAINER_ID_LENGTH,
+    routerOptions: { maxParamLength: MAX_CONTAINER_ID_LENGTH },
     // Errors fastify raises before routing (a malformed URL, say) leave in the same shape as all others.
     frameworkErrors: (err, _req, reply: FastifyReply) => {
       reply.status(400).send({ code: Code.InvalidConfig, msg: `invalid request: ${err.message}` });
     },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(serializerCompilerOf(opts.checkResponses ?? false));
   app.setErrorHandler((err: Error, req, reply) => {
     const body = toErrorBody(err, req.id, deps.log);
     deps.metrics.errors.inc({ code: String(body.code) });
@@ -92,11 +97,13 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   if (opts.surface === 'unix') {
     await app.register(allocationRoutes, {
       attachments: deps.attachments,
+      writes: deps.writes,
       lifecycle: deps.lifecycle,
       metrics: deps.metrics,
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,
+      writes: deps.writes,
       metrics: deps.metrics,
     });
     await app.register(gcRoutes, { attachments: deps.attachments });

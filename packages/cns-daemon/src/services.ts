@@ -21,6 +21,7 @@ import { StaleEndpoints } from './reconcile/stale-endpoints';
 import type { Db } from './store/db';
 import { DeviceStore } from './store/devices';
 import { EndpointStore } from './store/endpoints';
+import { GroupCommit } from './store/group-commit';
 import { Invariants } from './store/invariants';
 import { PoolStore } from './store/pools';
 
@@ -115,7 +116,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, ipam, operator, lifecycle, metrics, log, ping },
+    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, metrics, log, ping },
     reconciler,
     drainer,
     stores: { endpoints, pools, devices },

@@ -14,7 +14,7 @@ import { endpointIdOf } from '@ferry/shared-types/nic';
 import { reservationOf } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 import { HOST_VETH_MAC } from '../ipam/pool';
-import type { Db } from '../store/db';
+import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
 import type { AttachmentRow, DeviceRow, InterfaceRow } from '../store/rows';
@@ -42,9 +42,11 @@ interface WantedDevice {
 
 export class Attachments {
   readonly #d: AttachmentsDeps;
+  readonly #tx: <T>(fn: () => T) => T;
 
   constructor(deps: AttachmentsDeps) {
     this.#d = deps;
+    this.#tx = transactionRunner(deps.db);
   }
 
   /**
@@ -52,7 +54,7 @@ export class Attachments {
    * (an ADD retried after it was interrupted). `created` tells a new attachment from a repeated one.
    */
   allocate(req: AllocateRequest): { plan: Allocation; created: boolean } {
-    return this.#d.db.transaction(() => {
+    return this.#tx(() => {
       const { endpoints, ipam } = this.#d;
       const existing = endpoints.getAttachment(req.containerId, req.ifName);
       if (existing) {
@@ -78,7 +80,7 @@ export class Attachments {
       const net = ipam.network(req.network);
       const wanted = this.#wantedDevices(req, others);
       const now = this.#d.now();
-      const attachmentId = endpoints.insertAttachment({
+      const attachment = endpoints.insertAttachment({
         network: req.network,
         containerId: req.containerId,
         ifName: req.ifName,
@@ -90,7 +92,7 @@ export class Attachments {
         nowMs: now,
       });
       const infraId = endpoints.insertInterface({
-        attachmentId,
+        attachmentId: attachment.id,
         position: 0,
         containerId: req.containerId,
         ifName: req.ifName,
@@ -100,16 +102,14 @@ export class Attachments {
         hostVethName: hostVethNameOf(req.containerId, req.ifName),
       });
       ipam.assign(req.network, infraId, now);
-      this.#attachDevices(req, attachmentId, wanted, others);
-      const created = endpoints.getAttachmentById(attachmentId);
-      if (!created) throw new CniError(Code.Internal, `attachment ${attachmentId} vanished inside its transaction`);
-      return { plan: this.#planOf(created), created: true };
-    })();
+      this.#attachDevices(req, attachment.id, wanted, others);
+      return { plan: this.#planOf(attachment), created: true };
+    });
   }
 
   /** Records what the shim built. The generation guards against a commit for an older allocation. */
   commit(containerId: string, req: CommitRequest): Endpoint {
-    return this.#d.db.transaction(() => {
+    return this.#tx(() => {
       const { endpoints } = this.#d;
       const a = endpoints.getAttachment(containerId, req.ifName);
       if (!a) {
@@ -135,7 +135,7 @@ export class Attachments {
       }
       endpoints.markCommitted(a.id, this.#d.now());
       return this.#endpointOf(containerId);
-    })();
+    });
   }
 
   /** Every interface of the container; throws EndpointNotFound when there is none. */
@@ -152,12 +152,12 @@ export class Attachments {
    * With `generation`, only that generation is released (another one is left alone, as unknown).
    */
   release(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
-    return this.#d.db.transaction(() => {
+    return this.#tx(() => {
       const a = this.#d.endpoints.getAttachment(containerId, ifName);
       if (!a || a.network !== network) return { released: [] };
       if (generation !== undefined && a.id !== generation) return { released: [] };
       return { released: this.#releaseAttachment(a) };
-    })();
+    });
   }
 
   /**
@@ -165,20 +165,20 @@ export class Attachments {
    * re-ADD of the same container and ifName and is left alone ('stale').
    */
   releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
-    return this.#d.db.transaction(() => {
+    return this.#tx(() => {
       const a = this.#d.endpoints.getAttachment(entry.containerId, entry.ifName);
       if (!a || a.network !== entry.network) return 'absent';
       if (a.updated_at_ms > Date.parse(entry.queuedAt)) return 'stale';
       this.#releaseAttachment(a);
       return 'released';
-    })();
+    });
   }
 
   /** Releases every attachment of a container (operator force-delete). */
   releaseContainer(containerId: string): ReleaseResult {
-    return this.#d.db.transaction(() => ({
+    return this.#tx(() => ({
       released: this.#d.endpoints.attachmentsOfContainer(containerId).flatMap((a) => this.#releaseAttachment(a)),
-    }))();
+    }));
   }
 
   /** CNI GC: every attachment of the network that is not listed valid is released; errors don't stop it. */

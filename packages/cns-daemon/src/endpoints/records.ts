@@ -9,8 +9,23 @@ import { type AttachmentRow, type InterfaceRow, parseRow } from '../store/rows';
 const RoutesSchema = z.array(PodRouteSchema);
 const AddressesSchema = z.array(AssignedAddressSchema);
 
+/**
+ * Checked route lists by their stored text. Every InfraNIC of a network stores the same text, so each
+ * text is parsed and checked once rather than on every ADD and DEL (checking a CIDR is not cheap). The
+ * lists are frozen because they are shared; the map is emptied when reservations' own routes fill it.
+ */
+const checkedRoutes = new Map<string, readonly PodRoute[]>();
+const CHECKED_ROUTES_MAX = 256;
+
 export function routesOf(row: InterfaceRow): PodRoute[] {
-  return parseRow(RoutesSchema, JSON.parse(row.routes_json), `interfaces.routes_json`);
+  let routes = checkedRoutes.get(row.routes_json);
+  if (!routes) {
+    const parsed = parseRow(RoutesSchema, JSON.parse(row.routes_json), `interfaces.routes_json`);
+    routes = Object.freeze(parsed.map((r) => Object.freeze(r)));
+    if (checkedRoutes.size >= CHECKED_ROUTES_MAX) checkedRoutes.clear();
+    checkedRoutes.set(row.routes_json, routes);
+  }
+  return routes as PodRoute[];
 }
 
 /** Pool addresses, then the static ones an operator's reservation gave a delegated NIC. */

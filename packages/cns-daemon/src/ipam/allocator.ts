@@ -13,6 +13,12 @@ export interface Picked {
   address: string;
 }
 
+/**
+ * Probes this many candidates before counting the pool: a free address is almost always among the first
+ * few, and the count reads every held row of the range.
+ */
+const PROBES_BEFORE_COUNT = 32n;
+
 /** Finds a free address in `spec`'s pool, moves the cursor to it and returns it. Throws PoolExhausted. */
 export function pickFree(
   pools: PoolStore,
@@ -21,16 +27,16 @@ export function pickFree(
   cursorHex: string | null,
   nowMs: number,
 ): Picked {
-  // Cooled-down rows go first, so the rows left are addresses that cannot be handed out, and exhaustion
-  // is known from a count without walking the pool.
+  // Cooled-down rows go first, so a row means the address cannot be handed out, and exhaustion is known
+  // from a count without walking the pool.
   pools.sweepPool(poolId, nowMs);
-  if (heldIn(pools, spec, poolId, nowMs) >= spec.size) throw exhausted(spec);
   let candidate =
     cursorHex === null ? nextCandidate(spec, spec.start - 1n) : nextCandidate(spec, addressOfHex(spec, cursorHex));
-  // The count says a free candidate exists; the lap bound only guards against a store changed under us.
+  // Once the count says a free candidate exists, the lap bound only guards against a store changed under us.
   for (let steps = 0n; steps < spec.size; steps++) {
+    if (steps === PROBES_BEFORE_COUNT && heldIn(pools, spec, poolId, nowMs) >= spec.size) throw exhausted(spec);
     const hex = offsetHex(spec, candidate);
-    if (!pools.getAddress(poolId, hex)) {
+    if (!pools.hasAddress(poolId, hex)) {
       pools.setCursor(poolId, hex);
       return { offsetHex: hex, address: fromBigInt(candidate, spec.family) };
     }

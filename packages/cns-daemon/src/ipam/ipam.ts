@@ -85,8 +85,7 @@ export class Ipam {
   /** Assigns one address of every family the network serves to `interfaceId`. */
   assign(network: string, interfaceId: number, nowMs: number): void {
     for (const { spec, poolId } of this.network(network).pools) {
-      const cursor = this.#pools.getPool(network, spec.family)?.cursor_hex ?? null;
-      const picked = pickFree(this.#pools, spec, poolId, cursor, nowMs);
+      const picked = pickFree(this.#pools, spec, poolId, this.#pools.cursorOf(poolId), nowMs);
       this.#pools.assign(poolId, picked.offsetHex, picked.address, interfaceId, nowMs);
     }
   }

@@ -4,14 +4,16 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
+import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
 /** POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. */
 export const allocationRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
+  writes: GroupCommit;
   lifecycle: Lifecycle;
   metrics: Metrics;
-}> = async (app, { attachments, lifecycle, metrics }) => {
+}> = async (app, { attachments, writes, lifecycle, metrics }) => {
   app.post(
     '/v1/allocations',
     {
@@ -25,7 +27,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       if (!lifecycle.isReady) {
         throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
       }
-      const { plan, created } = attachments.allocate(req.body);
+      const { plan, created } = await writes.run(() => attachments.allocate(req.body));
       if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(
         {

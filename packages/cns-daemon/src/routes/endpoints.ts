@@ -8,13 +8,15 @@ import {
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Metrics } from '../metrics';
+import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
 /** Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). */
 export const endpointRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
+  writes: GroupCommit;
   metrics: Metrics;
-}> = async (app, { attachments, metrics }) => {
+}> = async (app, { attachments, writes, metrics }) => {
   app.put(
     '/v1/endpoints/:containerId',
     {
@@ -26,7 +28,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (req) => {
-      const ep = attachments.commit(req.params.containerId, req.body);
+      const ep = await writes.run(() => attachments.commit(req.params.containerId, req.body));
       req.log.info({ containerId: req.params.containerId, ifName: req.body.ifName }, 'committed');
       return ep;
     },
@@ -56,7 +58,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
     },
     async (req) => {
       const { network, ifName, generation } = req.query;
-      const result = attachments.release(req.params.containerId, network, ifName, generation);
+      const result = await writes.run(() => attachments.release(req.params.containerId, network, ifName, generation));
       if (result.released.length > 0) metrics.releases.inc({ network });
       req.log.info(
         { containerId: req.params.containerId, ifName, network, interfaces: result.released.length },

@@ -13,6 +13,19 @@ test('a fresh database gets the schema, WAL and foreign keys', (t) => {
   expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
   expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
   expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+  expect(db.pragma('page_size', { simple: true })).toBe(1024);
+});
+
+test('while ferryd has the database open, no other connection can read or write it', (t) => {
+  const path = join(tempDir(t), 'ferry.db');
+  const { db, close } = openDatabase(path);
+  t.onTestFinished(close);
+  db.exec('CREATE TABLE t (x)');
+  const other = new Database(path, { timeout: 0 });
+  t.onTestFinished(() => other.close());
+  expect(() => other.prepare('SELECT count(*) FROM t').get()).toThrow(/database is locked/);
+  close();
+  expect(other.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
 });
 
 test('a second opener is refused while the first holds the lock, and admitted after', (t) => {

@@ -78,6 +78,13 @@ function lockDatabase(path: string): () => void {
 function configure(db: Db, path: string): void {
   let mode: unknown;
   try {
+    // Takes effect only when the file is new. Rows are small and every transaction dirties one leaf page
+    // per table and index it touches; WAL writes each dirty page whole, so 1 KiB pages write a quarter of
+    // what the 4 KiB default does per commit (bench/ferryd.bench.ts).
+    db.pragma('page_size = 1024');
+    // The flock already makes ferryd the only process on this file; telling SQLite so keeps the WAL index
+    // in memory and drops the shared-memory file and its locking calls from every transaction.
+    db.pragma('locking_mode = EXCLUSIVE');
     mode = db.pragma('journal_mode = WAL', { simple: true });
   } catch (err) {
     throw new StartupError(
@@ -91,6 +98,11 @@ function configure(db: Db, path: string): void {
   // the kernel holds. Only a power loss can drop the last commits, and then every pod is gone as well;
   // the stale-endpoint reconciler and CNI GC release what they held. FULL would add an fsync per request.
   db.pragma('synchronous = NORMAL');
+  // A checkpoint copies the WAL's pages into the file and syncs both; every 10,000 pages (~10 MiB) rather
+  // than SQLite's 1,000 makes that a tenth as often for the same few hot pages. The WAL is cut back to
+  // 4 MiB after each one.
+  db.pragma('wal_autocheckpoint = 10000');
+  db.pragma('journal_size_limit = 4194304');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   const check = db.pragma('quick_check', { simple: true });
@@ -112,4 +124,14 @@ function migrate(db: Db, path: string): void {
     for (const m of pending) db.exec(m.sql);
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   })();
+}
+
+/**
+ * Runs `fn` in a transaction, or in a savepoint when one is already open (so a failing step of a group
+ * commit undoes only itself). better-sqlite3 builds a wrapper per db.transaction() call, which costs
+ * more than a small statement: callers make one runner and keep it.
+ */
+export function transactionRunner(db: Db): <T>(fn: () => T) => T {
+  const tx = db.transaction((fn: () => unknown) => fn());
+  return <T>(fn: () => T): T => tx(fn) as T;
 }

@@ -1,9 +1,9 @@
 /** The devices table (delegated NIC inventory). Statements are prepared once; callers own transactions. */
-import * as z from 'zod/mini';
+import * as z from 'zod';
 import type { Db } from './db';
 import { type DeviceRow, DeviceRowSchema, parseRow } from './rows';
 
-const AssignmentRowSchema = z.extend(DeviceRowSchema, {
+const AssignmentRowSchema = DeviceRowSchema.extend({
   container_id: z.nullable(z.string()),
   if_name: z.nullable(z.string()),
   attachment_state: z.nullable(z.string()),

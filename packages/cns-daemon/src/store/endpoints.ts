@@ -1,6 +1,6 @@
 /** The attachments and interfaces tables. Statements are prepared once; callers own transactions. */
 
-import * as z from 'zod/mini';
+import * as z from 'zod';
 import type { Db } from './db';
 import { type AttachmentRow, AttachmentRowSchema, type InterfaceRow, InterfaceRowSchema, parseRow } from './rows';
 
@@ -36,7 +36,6 @@ export interface NewInterface {
 export class EndpointStore {
   readonly #insertAttachment;
   readonly #getAttachment;
-  readonly #getAttachmentById;
   readonly #attachmentsOfContainer;
   readonly #attachmentsOfNetwork;
   readonly #allAttachments;
@@ -53,12 +52,11 @@ export class EndpointStore {
     this.#insertAttachment = db.prepare(
       `INSERT INTO attachments (network, container_id, if_name, netns, pod_namespace, pod_name, pod_uid,
          pod_infra_container_id, state, created_at_ms, updated_at_ms)
-       VALUES (@network, @containerId, @ifName, @netns, @podNamespace, @podName, @podUid, @podInfraContainerId,
-         'allocated', @nowMs, @nowMs)`,
+       VALUES (@network, @container_id, @if_name, @netns, @pod_namespace, @pod_name, @pod_uid,
+         @pod_infra_container_id, @state, @created_at_ms, @updated_at_ms)`,
     );
     this.#getAttachment = db.prepare('SELECT * FROM attachments WHERE container_id = ? AND if_name = ?');
-    this.#getAttachmentById = db.prepare('SELECT * FROM attachments WHERE id = ?');
-    this.#attachmentsOfContainer = db.prepare('SELECT * FROM attachments WHERE container_id = ? ORDER BY id');
+    this.#attachmentsOfContainer = db.prepare('SELECT * FROM attachments WHERE container_id = ?');
     this.#attachmentsOfNetwork = db.prepare('SELECT * FROM attachments WHERE network = ? ORDER BY id');
     this.#allAttachments = db.prepare('SELECT * FROM attachments ORDER BY id');
     this.#commitAttachment = db.prepare(`UPDATE attachments SET state = 'committed', updated_at_ms = ? WHERE id = ?`);
@@ -83,20 +81,22 @@ export class EndpointStore {
     );
   }
 
-  /** Inserts an attachment in state `allocated`; returns its id (= generation). */
-  insertAttachment(a: NewAttachment): number {
-    const info = this.#insertAttachment.run({
+  /** Inserts an attachment in state `allocated`; returns the row as written (its id is the generation). */
+  insertAttachment(a: NewAttachment): AttachmentRow {
+    const row: Omit<AttachmentRow, 'id'> = {
       network: a.network,
-      containerId: a.containerId,
-      ifName: a.ifName,
+      container_id: a.containerId,
+      if_name: a.ifName,
       netns: a.netns,
-      podNamespace: a.podNamespace ?? null,
-      podName: a.podName ?? null,
-      podUid: a.podUid ?? null,
-      podInfraContainerId: a.podInfraContainerId ?? null,
-      nowMs: a.nowMs,
-    });
-    return Number(info.lastInsertRowid);
+      pod_namespace: a.podNamespace ?? null,
+      pod_name: a.podName ?? null,
+      pod_uid: a.podUid ?? null,
+      pod_infra_container_id: a.podInfraContainerId ?? null,
+      state: 'allocated',
+      created_at_ms: a.nowMs,
+      updated_at_ms: a.nowMs,
+    };
+    return { id: Number(this.#insertAttachment.run(row).lastInsertRowid), ...row };
   }
 
   getAttachment(containerId: string, ifName: string): AttachmentRow | undefined {
@@ -104,13 +104,12 @@ export class EndpointStore {
     return row === undefined ? undefined : parseRow(AttachmentRowSchema, row, 'attachments');
   }
 
-  getAttachmentById(id: number): AttachmentRow | undefined {
-    const row = this.#getAttachmentById.get(id);
-    return row === undefined ? undefined : parseRow(AttachmentRowSchema, row, 'attachments');
-  }
-
+  /** Oldest first (sorted here: the index is by ifName, and an ORDER BY would sort in a temporary B-tree). */
   attachmentsOfContainer(containerId: string): AttachmentRow[] {
-    return this.#attachmentsOfContainer.all(containerId).map((r) => parseRow(AttachmentRowSchema, r, 'attachments'));
+    return this.#attachmentsOfContainer
+      .all(containerId)
+      .map((r) => parseRow(AttachmentRowSchema, r, 'attachments'))
+      .sort((a, b) => a.id - b.id);
   }
 
   attachmentsOfNetwork(network: string): AttachmentRow[] {

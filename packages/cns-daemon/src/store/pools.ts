@@ -1,13 +1,14 @@
 /** The pools and addresses tables. Statements are prepared once; callers own transactions. */
 import { FamilySchema } from '@ferry/shared-types/api/common';
-import * as z from 'zod/mini';
+import * as z from 'zod';
 import type { Db } from './db';
 import { type AddressRow, AddressRowSchema, type PoolRow, PoolRowSchema, parseRow } from './rows';
 
 const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
 const CountSchema = z.object({ n: z.number() });
-const FamilyAddressRowSchema = z.extend(AddressRowSchema, { family: FamilySchema });
-const AddressListRowSchema = z.extend(AddressRowSchema, {
+const CursorSchema = z.nullable(z.string());
+const FamilyAddressRowSchema = AddressRowSchema.extend({ family: FamilySchema });
+const AddressListRowSchema = AddressRowSchema.extend({
   network: z.string(),
   family: FamilySchema,
   container_id: z.nullable(z.string()),
@@ -22,7 +23,8 @@ export class PoolStore {
   readonly #updatePoolSubnet;
   readonly #countAddressesOfPool;
   readonly #setCursor;
-  readonly #getAddress;
+  readonly #cursorOf;
+  readonly #hasAddress;
   readonly #assign;
   readonly #addressesOfInterface;
   readonly #releaseInterface;
@@ -39,13 +41,14 @@ export class PoolStore {
     this.#updatePoolSubnet = db.prepare('UPDATE pools SET subnet = ?, cursor_hex = NULL WHERE id = ?');
     this.#countAddressesOfPool = db.prepare('SELECT count(*) AS n FROM addresses WHERE pool_id = ?');
     this.#setCursor = db.prepare('UPDATE pools SET cursor_hex = ? WHERE id = ?');
-    this.#getAddress = db.prepare('SELECT * FROM addresses WHERE pool_id = ? AND offset_hex = ?');
+    this.#cursorOf = db.prepare('SELECT cursor_hex FROM pools WHERE id = ?').pluck();
+    this.#hasAddress = db.prepare('SELECT 1 FROM addresses WHERE pool_id = ? AND offset_hex = ?').pluck();
     this.#assign = db.prepare(
       `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
        VALUES (?, ?, ?, 'Assigned', ?, ?, NULL)`,
     );
     this.#addressesOfInterface = db.prepare(
-      'SELECT a.*, p.family AS family FROM addresses a JOIN pools p ON p.id = a.pool_id WHERE a.interface_id = ? ORDER BY p.family',
+      'SELECT a.*, p.family AS family FROM addresses a JOIN pools p ON p.id = a.pool_id WHERE a.interface_id = ?',
     );
     this.#releaseInterface = db.prepare(
       `UPDATE addresses SET state = 'PendingRelease', interface_id = NULL, since_ms = ?, available_at_ms = ?
@@ -108,9 +111,14 @@ export class PoolStore {
     this.#setCursor.run(offsetHex, poolId);
   }
 
-  getAddress(poolId: number, offsetHex: string): AddressRow | undefined {
-    const row = this.#getAddress.get(poolId, offsetHex);
-    return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses');
+  /** The offset handed out last (null before the first allocation). */
+  cursorOf(poolId: number): string | null {
+    return parseRow(CursorSchema, this.#cursorOf.get(poolId) ?? null, 'pools');
+  }
+
+  /** Whether the offset has a row (Assigned, or PendingRelease not yet swept). */
+  hasAddress(poolId: number, offsetHex: string): boolean {
+    return this.#hasAddress.get(poolId, offsetHex) !== undefined;
   }
 
   /** Assigns a free offset (one without a row) to an interface. */
@@ -118,8 +126,12 @@ export class PoolStore {
     this.#assign.run(poolId, offsetHex, address, interfaceId, nowMs);
   }
 
+  /** The interface's addresses, IPv4 first (sorted here: an ORDER BY would sort through a temporary B-tree). */
   addressesOf(interfaceId: number): (AddressRow & { family: 4 | 6 })[] {
-    return this.#addressesOfInterface.all(interfaceId).map((r) => parseRow(FamilyAddressRowSchema, r, 'addresses'));
+    return this.#addressesOfInterface
+      .all(interfaceId)
+      .map((r) => parseRow(FamilyAddressRowSchema, r, 'addresses'))
+      .sort((a, b) => a.family - b.family);
   }
 
   /** Every address of the interface goes to PendingRelease until `availableAtMs`. */

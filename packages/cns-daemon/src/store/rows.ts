@@ -1,14 +1,16 @@
 /**
  * Row schemas: rows come back from a file another process (or an older ferryd) may have written, so
- * they are parsed like any other input before they become domain types.
+ * they are parsed like any other input before they become domain types. Classic zod, not zod/mini:
+ * its objects compile a parser on first use, which parses a row 2–3× faster, and every ADD and DEL
+ * reads several rows (the shim, where start-up matters more, keeps zod/mini).
  */
 
 import { FamilySchema } from '@ferry/shared-types/api/common';
 import { AddressStateSchema } from '@ferry/shared-types/api/operator';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
-import * as z from 'zod/mini';
+import * as z from 'zod';
 
-const Int = z.number().check(z.int());
+const Int = z.int();
 const OptText = z.nullable(z.string());
 const OptInt = z.nullable(Int);
 
@@ -81,8 +83,8 @@ export const PoolRowSchema = z.object({
 export type PoolRow = z.infer<typeof PoolRowSchema>;
 
 /** Parses one row; a row that does not fit is a corrupt store and is reported as such. */
-export function parseRow<T>(schema: z.ZodMiniType<T>, row: unknown, table: string): T {
-  const r = schema.safeParse(row);
+export function parseRow<T>(schema: z.core.$ZodType<T>, row: unknown, table: string): T {
+  const r = z.safeParse(schema, row);
   if (r.success) return r.data;
   throw new Error(`corrupt ${table} row ${JSON.stringify(row)}: ${describeFirstIssue(r.error)}`);
 }

@@ -58,6 +58,7 @@ export async function useApp(
   });
   const app = await buildApp(services.deps, {
     surface: opts.surface ?? 'unix',
+    checkResponses: true,
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
   });
   t.onTestFinished(() => app.close());
