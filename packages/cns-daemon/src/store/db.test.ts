@@ -22,7 +22,9 @@ test('while ferryd has the database open, no other connection can read or write 
   t.onTestFinished(close);
   db.exec('CREATE TABLE t (x)');
   const other = new Database(path, { timeout: 0 });
-  t.onTestFinished(() => other.close());
+  t.onTestFinished(() => {
+    other.close();
+  });
   expect(() => other.prepare('SELECT count(*) FROM t').get()).toThrow(/database is locked/);
   close();
   expect(other.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
