@@ -2,7 +2,9 @@
 /**
  * ferryd's API throughput over its unix socket: allocate → commit → release cycles at 1, 8 and 32
  * concurrent clients, next to a bare fastify route (bare-server.mjs) on the same kind of socket,
- * measured the same way in the same run. Each client keeps one connection (fetch keep-alive).
+ * measured the same way in the same run; and next to the same route committing one row to SQLite per
+ * request (set up as ferryd's database is), the floor for anything that stores each request before it
+ * answers. Each client keeps one connection (fetch keep-alive).
  *
  *   pnpm --filter @ferry/bench bench:ferryd       (SECONDS=5 per level by default)
  */
@@ -64,6 +66,7 @@ async function drive(
 const dir = mkdtempSync(join(tmpdir(), 'ferry-b-api-'));
 const ferrySock = join(dir, 'ferryd.sock');
 const bareSock = join(dir, 'bare.sock');
+const durableSock = join(dir, 'durable.sock');
 writeFileSync(
   join(dir, 'ferryd.json'),
   JSON.stringify({
@@ -80,24 +83,26 @@ const ferryd = Bun.spawn({
   stdout: 'ignore',
   stderr: 'inherit',
 });
-const bare = Bun.spawn({
-  cmd: ['node', join(import.meta.dir, 'bare-server.mjs'), bareSock],
-  stdout: 'ignore',
-  stderr: 'inherit',
-});
+const baseline = (args: string[]) =>
+  Bun.spawn({ cmd: ['node', join(import.meta.dir, 'bare-server.mjs'), ...args], stdout: 'ignore', stderr: 'inherit' });
+const bare = baseline([bareSock]);
+const durable = baseline([durableSock, join(dir, 'durable.db')]);
 try {
   await waitFor(ferrySock, '/readyz');
   await waitFor(bareSock, '/echo');
+  await waitFor(durableSock, '/echo');
   const rows: string[][] = [];
   for (const clients of LEVELS) {
-    const bareRun = await drive(clients, async () => {
-      await post(bareSock, 'POST', '/echo', {
+    const echo = (socket: string) => async () => {
+      await post(socket, 'POST', '/echo', {
         network: 'ferry',
         containerId: 'x',
         ifName: 'eth0',
         netns: '/var/run/netns/x',
       });
-    });
+    };
+    const bareRun = await drive(clients, echo(bareSock));
+    const durableRun = await drive(clients, echo(durableSock));
     const ferryRun = await drive(clients, async (c, i) => {
       const containerId = `c${clients}-${c}-${i}`;
       const a = (await post(ferrySock, 'POST', '/v1/allocations', {
@@ -121,6 +126,8 @@ try {
       fmt(ferryReqs, 0),
       fmt(bareRun.rate, 0),
       fmt(ferryReqs / bareRun.rate, 2),
+      fmt(durableRun.rate, 0),
+      fmt(durableRun.rate / bareRun.rate, 2),
       fmt(percentile(ferryRun.lat, 50), 2),
       fmt(percentile(ferryRun.lat, 99), 2),
       fmt(percentile(bareRun.lat, 50), 2),
@@ -129,15 +136,29 @@ try {
   }
   printTable(
     `ferryd API over its unix socket vs a bare fastify route (${SECONDS} s per level)`,
-    ['clients', 'cycles/s', 'ferry req/s', 'bare req/s', 'ratio', 'cycle p50', 'cycle p99', 'bare p50', 'bare p99'],
+    [
+      'clients',
+      'cycles/s',
+      'ferry req/s',
+      'bare req/s',
+      'ratio',
+      '1-row req/s',
+      'ratio',
+      'cycle p50',
+      'cycle p99',
+      'bare p50',
+      'bare p99',
+    ],
     rows,
   );
   console.log(
-    '\ncycle = allocate + commit + release (3 requests, one SQLite transaction each); ratio = ferry req/s ÷ bare req/s.',
+    '\ncycle = allocate + commit + release (3 requests; concurrent ones share a transaction). ratio = ferry req/s ÷ bare' +
+      ' req/s; 1-row = the bare route committing one row per request, its ratio ÷ bare as well.',
   );
 } finally {
   ferryd.kill('SIGTERM');
   bare.kill('SIGTERM');
-  await Promise.all([ferryd.exited, bare.exited]);
+  durable.kill('SIGTERM');
+  await Promise.all([ferryd.exited, bare.exited, durable.exited]);
   rmSync(dir, { recursive: true, force: true });
 }
