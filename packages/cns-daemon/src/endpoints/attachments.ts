@@ -1,8 +1,9 @@
 /**
  * The state machine behind the shim API: allocate → commit → release, plus GC and force-delete. Every
- * change to an attachment is one SQLite transaction (GC: one per attachment it releases), so addresses
- * and endpoint state always change together (the split Azure's CNS suffers from, issue #4829, cannot
- * happen here).
+ * change to an attachment is atomic: one SQLite transaction, or one savepoint of the shared transaction
+ * when the shim's requests are grouped (store/group-commit.ts); GC makes one per attachment it releases.
+ * So addresses and endpoint state always change together (the split Azure's CNS suffers from, issue
+ * #4829, cannot happen here).
  */
 import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
 import type { ReservationRequest } from '@ferry/shared-types/api/devices';

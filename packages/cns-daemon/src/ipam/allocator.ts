@@ -27,8 +27,10 @@ export function pickFree(
   cursorHex: string | null,
   nowMs: number,
 ): Picked {
-  // Cooled-down rows go first, so a row means the address cannot be handed out, and exhaustion is known
-  // from a count without walking the pool.
+  // A range that exclusions cover entirely has no candidate to start from.
+  if (spec.size === 0n) throw exhausted(spec);
+  // Cooled-down rows go first, so a row means the address cannot be handed out, and after a few probes a
+  // count of the rows tells a full pool from a busy stretch without walking the whole range.
   pools.sweepPool(poolId, nowMs);
   let candidate =
     cursorHex === null ? nextCandidate(spec, spec.start - 1n) : nextCandidate(spec, addressOfHex(spec, cursorHex));

@@ -66,12 +66,12 @@ function lockDatabase(path: string): () => void {
   }
   ftruncateSync(fd, 0);
   writeSync(fd, `${process.pid}\n`);
+  let held = true;
+  // Idempotent: closing the fd number twice could close a file opened since under the same number.
   return () => {
-    try {
-      closeSync(fd);
-    } catch {
-      // Already closed: nothing to release.
-    }
+    if (!held) return;
+    held = false;
+    closeSync(fd);
   };
 }
 

@@ -68,7 +68,7 @@ export class EndpointStore {
        VALUES (@attachmentId, @position, @containerId, @ifName, @endpointId, @nicType, @routesJson,
          @hostVethName, @hostIfName, @deviceMac, @staticAddressesJson)`,
     );
-    this.#interfacesOfAttachment = db.prepare('SELECT * FROM interfaces WHERE attachment_id = ? ORDER BY position');
+    this.#interfacesOfAttachment = db.prepare('SELECT * FROM interfaces WHERE attachment_id = ?');
     this.#interfacesOfContainer = db.prepare(
       'SELECT * FROM interfaces WHERE container_id = ? ORDER BY attachment_id, position',
     );
@@ -145,8 +145,12 @@ export class EndpointStore {
     return Number(info.lastInsertRowid);
   }
 
+  /** In position order (sorted here: an ORDER BY would sort through a temporary B-tree). */
   interfacesOf(attachmentId: number): InterfaceRow[] {
-    return this.#interfacesOfAttachment.all(attachmentId).map((r) => parseRow(InterfaceRowSchema, r, 'interfaces'));
+    return this.#interfacesOfAttachment
+      .all(attachmentId)
+      .map((r) => parseRow(InterfaceRowSchema, r, 'interfaces'))
+      .sort((a, b) => a.position - b.position);
   }
 
   interfacesOfContainer(containerId: string): InterfaceRow[] {

@@ -52,3 +52,29 @@ test('the group is one transaction: when its COMMIT fails, every caller gets the
   await expect(group.run(() => insert.run(5, null).changes)).resolves.toBe(1);
   expect(rows(db)).toEqual([5]);
 });
+
+test('when SQLite ends the transaction under a step, the whole group fails with that error; nothing commits alone', async (t) => {
+  const db = useDb(t);
+  const group = new GroupCommit(db);
+  const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+  // What SQLite does by itself on a full disk or an I/O error: the transaction is rolled back, not just the step.
+  const rollback = db.prepare('ROLLBACK');
+  const results = [
+    group.run(() => insert.run(1)),
+    group.run(() => {
+      rollback.run();
+      throw new Error('disk full');
+    }),
+    group.run(() => insert.run(3)),
+  ];
+  const settled = await Promise.allSettled(results);
+  expect(settled).toEqual([
+    { status: 'rejected', reason: expect.objectContaining({ message: 'disk full' }) },
+    { status: 'rejected', reason: expect.objectContaining({ message: 'disk full' }) },
+    { status: 'rejected', reason: expect.objectContaining({ message: 'disk full' }) },
+  ]);
+  expect(rows(db)).toEqual([]);
+  expect(db.inTransaction).toBe(false);
+  await expect(group.run(() => insert.run(4).changes)).resolves.toBe(1);
+  expect(rows(db)).toEqual([4]);
+});

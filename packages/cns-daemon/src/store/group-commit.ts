@@ -17,10 +17,12 @@ interface Job {
 type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
 
 export class GroupCommit {
+  readonly #db: Db;
   readonly #tx: <T>(fn: () => T) => T;
   #jobs: Job[] = [];
 
   constructor(db: Db) {
+    this.#db = db;
     this.#tx = transactionRunner(db);
   }
 
@@ -38,7 +40,15 @@ export class GroupCommit {
     let settled: (readonly [Job, Outcome])[];
     try {
       // The outer call opens the transaction; each inner call is a savepoint.
-      settled = this.#tx(() => jobs.map((job) => [job, this.#attempt(job.fn)] as const));
+      settled = this.#tx(() =>
+        jobs.map((job) => {
+          const outcome = this.#attempt(job.fn);
+          // SQLite ends the whole transaction by itself on some errors (disk full, I/O): what ran before is
+          // gone, and what comes after must not commit alone. Everyone gets that error.
+          if (!this.#db.inTransaction) throw outcome.ok ? new Error('the group transaction ended early') : outcome.err;
+          return [job, outcome] as const;
+        }),
+      );
     } catch (err) {
       // BEGIN or COMMIT failed: nothing of this group was stored.
       for (const job of jobs) job.reject(err);
