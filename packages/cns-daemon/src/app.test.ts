@@ -141,19 +141,6 @@ test('exclusions and ranges are honoured', async (t) => {
   expect(r.json().code).toBe(Code.PoolExhausted);
 });
 
-test('a range its exclusions cover entirely is exhausted from the first ADD', async (t) => {
-  const h = await useApp(t, {
-    networks: [{ name: 'ferry', ipv4: { subnet: '10.9.0.0/30', exclude: ['10.9.0.0/30'] } }],
-  });
-  const r = await h.app.inject({ method: 'POST', url: '/v1/allocations', payload: attach('c1') });
-  expect(r.json()).toMatchObject({
-    code: Code.PoolExhausted,
-    msg: expect.stringContaining('10.9.0.0/30 is exhausted'),
-  });
-  const eps = await h.app.inject({ method: 'GET', url: '/v1/operator/endpoints' });
-  expect(eps.json().endpoints).toEqual([]);
-});
-
 test('commit refuses a stale generation, an unknown interface and a missing allocation', async (t) => {
   const h = await useApp(t);
   const a = await allocate(h, 'c1');

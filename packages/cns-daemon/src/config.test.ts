@@ -60,6 +60,10 @@ test.for([
     'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, exclude: [10.0.0.1/24] } }]',
     /exclude\[0\]: "10.0.0.1\/24" has host bits set/,
   ],
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, rangeStart: 10.0.0.8, rangeEnd: 10.0.0.11, exclude: [10.0.0.8/30] } }]',
+    /networks\[0\]\.ipv4\.exclude: covers the whole range/,
+  ],
   ['networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\nbogus: 1', /bogus|Unrecognized/],
   [
     'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\ndelegatedDevices: [{ group: g }]',

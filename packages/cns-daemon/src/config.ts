@@ -11,6 +11,7 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import { type Cidr, contains, familyOf, lastOf, overlaps, parseCidr, parseExclusion, toBigInt } from './ipam/cidr';
+import { poolSpecsOf } from './ipam/pool';
 
 export type {
   FerrydConfig,
@@ -106,7 +107,8 @@ export function validateConfig(raw: unknown, source: string): FerrydConfig {
 
 /**
  * What zod cannot see field by field: unique names, families in the right slot, ranges and exclusions
- * inside their subnets, and no two networks sharing addresses (each would hand out the other's).
+ * inside their subnets and leaving something to hand out, and no two networks sharing addresses (each
+ * would hand out the other's).
  */
 function crossCheck(config: FerrydConfig): string | undefined {
   const seen = new Set<string>();
@@ -147,6 +149,9 @@ function crossCheck(config: FerrydConfig): string | undefined {
         if (familyOf(r.dst) !== fam) return `${where}.routes[${j}].dst: "${r.dst}" is not IPv${fam}`;
       }
     }
+    const empty = poolSpecsOf(net).find((spec) => spec.size === 0n);
+    if (empty)
+      return `networks[${i}].ipv${empty.family}.exclude: covers the whole range; no address is left to hand out`;
   }
   for (const [i, dev] of config.delegatedDevices.entries()) {
     if (!dev.mac && !dev.namePattern) return `delegatedDevices[${i}]: needs mac or namePattern`;
