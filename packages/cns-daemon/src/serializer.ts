@@ -1,8 +1,8 @@
 /**
  * How responses leave ferryd. Every answer is an object ferryd built itself, field by field, from
  * validated input and validated rows, so production writes it with JSON.stringify: the zod type
- * provider's serializer re-validated each one against its schema first, 30–50 µs per answer, most of
- * ferryd's time per request (bench/ferryd.bench.ts). Tests build the app with `checkResponses`, which
+ * provider's serializer re-validated each one against its schema first, 30–50 µs per answer, the largest
+ * single cost of a request outside SQLite (bench/README.md). Tests build the app with `checkResponses`, which
  * encodes every answer through its route's zod schema and fails on any drift; the shim and ferryctl
  * validate what they receive as well.
  */

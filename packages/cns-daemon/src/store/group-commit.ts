@@ -50,7 +50,7 @@ export class GroupCommit {
         }),
       );
     } catch (err) {
-      // BEGIN or COMMIT failed: nothing of this group was stored.
+      // BEGIN or COMMIT failed, or SQLite ended the transaction: nothing of this group was stored.
       for (const job of jobs) job.reject(err);
       return;
     }
