@@ -49,7 +49,9 @@ cat >"$dir/ferryd.json" <<JSON
   ]
 }
 JSON
-in_node dist/bin/ferryd --config "$dir/ferryd.json" >"$dir/ferryd.log" 2>&1 &
+# Not through in_node: a backgrounded function runs in a subshell, and $! would be that subshell's PID
+# (killing it would leave ferryd running). nsenter execs ferryd, so $! is ferryd itself.
+nsenter --net="/var/run/netns/$node_ns" dist/bin/ferryd --config "$dir/ferryd.json" >"$dir/ferryd.log" 2>&1 &
 ferryd_pid=$!
 for _ in $(seq 1 100); do [ -S "$dir/run/ferryd.sock" ] && break; sleep 0.1; done
 [ -S "$dir/run/ferryd.sock" ] || { echo "ferryd did not open its socket within 10 s" >&2; exit 1; }
