@@ -3,10 +3,12 @@
  * is parsed with the shared schemas (our own daemon is still a boundary). "Unreachable" (no socket,
  * refused, timed out) is code 11, TryAgainLater; an answer with an error body is passed through
  * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
- * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds.
+ * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
+ * answers of commit and release are not used, so they are not parsed either (ferryd's own tests check
+ * every answer against its schema).
  */
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
-import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
+import type { CommitRequest, Endpoint } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
@@ -14,8 +16,6 @@ import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import type { Logger } from './log';
 import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
-
-export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
 
 /** ferryd down, starting or draining: code 11, whether the transport or ferryd itself said so. */
 export const isDaemonDown = (err: unknown): err is CniError =>
@@ -48,8 +48,8 @@ export class DaemonClient {
     );
   }
 
-  commit(containerId: string, req: CommitRequest): Promise<Endpoint> {
-    return this.#call('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, endpointSchema, req);
+  async commit(containerId: string, req: CommitRequest): Promise<void> {
+    await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req);
   }
 
   /** The container's endpoint, or undefined when ferryd holds none. `deadlineMs` caps this one call. */
@@ -69,14 +69,10 @@ export class DaemonClient {
   }
 
   /** Releases the attachment; with `generation`, only that generation of it. */
-  release(containerId: string, network: string, ifName: string, generation?: number): Promise<ReleaseResult> {
+  async release(containerId: string, network: string, ifName: string, generation?: number): Promise<void> {
     const g = generation === undefined ? '' : `&generation=${generation}`;
     const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}${g}`;
-    return this.#call(
-      'DELETE',
-      `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
-      async () => (await import('@ferry/shared-types/api/endpoints')).ReleaseResultSchema,
-    );
+    await this.#exchange('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`);
   }
 
   gc(req: GcRequest): Promise<GcResult> {
@@ -122,6 +118,7 @@ export class DaemonClient {
     }
   }
 
+  /** A call whose answer is used: parsed with `schema`. */
   async #call<T>(
     method: RequestOptions['method'],
     path: string,
@@ -129,20 +126,29 @@ export class DaemonClient {
     body?: unknown,
     deadlineMs?: number,
   ): Promise<T> {
+    const doc = await this.#exchange(method, path, body, deadlineMs);
+    const parsed = (await schema()).safeParse(doc);
+    if (parsed.success) return parsed.data;
+    throw new CniError(
+      Code.DaemonProtocol,
+      `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(parsed.error)}`,
+    );
+  }
+
+  /** Sends one request; returns the decoded body of a 2xx answer, throws the CniError of any other. */
+  async #exchange(
+    method: RequestOptions['method'],
+    path: string,
+    body?: unknown,
+    deadlineMs?: number,
+  ): Promise<unknown> {
     const started = Date.now();
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
     const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
     this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
     const doc = safeJson(r.body);
-    if (r.status >= 200 && r.status < 300) {
-      const parsed = (await schema()).safeParse(doc);
-      if (parsed.success) return parsed.data;
-      throw new CniError(
-        Code.DaemonProtocol,
-        `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(parsed.error)}`,
-      );
-    }
+    if (r.status >= 200 && r.status < 300) return doc;
     const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
     const err = CniErrorSchema.safeParse(doc);
     if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');

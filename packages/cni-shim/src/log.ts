@@ -6,6 +6,7 @@
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { DEFAULT_SHIM_LOG_FILE } from '@ferry/shared-types/config/defaults';
 
 export type Level = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const RANK: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 };
@@ -20,9 +21,7 @@ export interface Logger {
   setLevel(level: Level): void;
 }
 
-const DEFAULT_LOG_FILE = '/var/log/ferry/cni.log';
-
-export function openLog(file = DEFAULT_LOG_FILE, level: Level = 'info'): Logger {
+export function openLog(file = DEFAULT_SHIM_LOG_FILE, level: Level = 'info'): Logger {
   const state = { file, level, dirMade: false };
   const write = (
     lvl: Exclude<Level, 'silent'>,

@@ -3,6 +3,7 @@
  * for DEL/CHECK/STATUS/GC success) → exit code. Logs go to the log file only.
  */
 import { type CniVersion, isSupportedVersion, LATEST_VERSION } from '@ferry/shared-types/cni/versions';
+import { DEFAULT_DAEMON_TIMEOUTS, DEFAULT_SOCKET } from '@ferry/shared-types/config/defaults';
 import { CniError, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { aboutText, cmdVersion } from './commands/version';
 import type { ShimConf } from './config';
@@ -30,8 +31,6 @@ const commands: Record<Exclude<CmdArgs['command'], 'VERSION'>, () => Promise<Han
   GC: async () => (await import('./commands/gc')).cmdGc,
 };
 
-const DEFAULTS = { connectMs: 1000, requestMs: 10_000, addWaitMs: 10_000, delWaitMs: 5000 } as const;
-
 /** Where logs go before the config names a file (tests point it at their temp dir). */
 export interface MainOptions {
   defaultLogFile?: string;
@@ -56,7 +55,7 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
     }
     if ('error' in input) throw input.error;
     const handler = commands[args.command]();
-    const [{ parseNetConf }, { DaemonClient, DEFAULT_SOCKET }, { Ip }] = await Promise.all([
+    const [{ parseNetConf }, { DaemonClient }, { Ip }] = await Promise.all([
       import('./config'),
       import('./daemon-client'),
       import('@ferry/net'),
@@ -78,13 +77,16 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
       daemon: new DaemonClient(
         rt,
         conf.daemonSocket ?? DEFAULT_SOCKET,
-        { connectMs: t.connectMs ?? DEFAULTS.connectMs, requestMs: t.requestMs ?? DEFAULTS.requestMs },
+        {
+          connectMs: t.connectMs ?? DEFAULT_DAEMON_TIMEOUTS.connectMs,
+          requestMs: t.requestMs ?? DEFAULT_DAEMON_TIMEOUTS.requestMs,
+        },
         clog,
       ),
       ip: new Ip(rt.run),
       log: clog,
-      addWaitMs: t.addWaitMs ?? DEFAULTS.addWaitMs,
-      delWaitMs: t.delWaitMs ?? DEFAULTS.delWaitMs,
+      addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
+      delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,
       rt,
     };
     clog.debug({}, 'config parsed');

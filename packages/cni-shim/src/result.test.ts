@@ -26,8 +26,6 @@ const built = {
   ifName: 'eth0',
   mac: '0a:58:0a:f4:01:05',
   containerIfIndex: 3,
-  hostVethName: 'fry0123456789ab',
-  hostVethMac: 'ee:ee:ee:ee:ee:ee',
 };
 
 test("a chained prevResult is passed through with Ferry's interfaces, addresses and routes appended", async () => {

@@ -39,9 +39,7 @@ export function toResult(
   const routes = [...(prev.routes ?? [])];
 
   for (const { plan, built } of nics) {
-    if (plan.nicType === 'InfraNIC' && 'hostVethName' in built) {
-      interfaces.push({ name: built.hostVethName, mac: built.hostVethMac });
-    }
+    if (plan.nicType === 'InfraNIC') interfaces.push({ name: plan.hostVethName, mac: plan.hostVethMac });
     const podIndex = interfaces.length;
     const mtu = 'mtu' in built ? built.mtu : undefined;
     interfaces.push({ name: built.ifName, mac: built.mac, ...(mtu ? { mtu } : {}), sandbox: netns });

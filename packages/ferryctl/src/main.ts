@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { DEFAULT_SOCKET } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { FerrydClient } from './client';
 import { cmdDevices } from './commands/devices';
@@ -118,7 +119,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
     }
   }
   const client = new FerrydClient({
-    socket: values.socket ?? env.FERRY_SOCKET ?? '/run/ferry/ferryd.sock',
+    socket: values.socket ?? env.FERRY_SOCKET ?? DEFAULT_SOCKET,
     ...(values.url ? { url: values.url } : {}),
     ...(token ? { token } : {}),
     timeoutMs: Number(values.timeout ?? 10_000),

@@ -1,3 +1,4 @@
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
@@ -133,7 +134,11 @@ export function parseJsonLines(stdout: string): unknown[] {
 export function parseOne<T>(schema: z.ZodMiniType<T>, docs: unknown[], what: string): T {
   const r = schema.safeParse(docs[0] ?? []);
   if (r.success) return r.data;
-  throw new NetError(`parse ip output for ${what}`, { exitCode: 0, stdout: '', stderr: r.error.message }, []);
+  throw new NetError(
+    `parse ip output for ${what}`,
+    { exitCode: 0, stdout: '', stderr: describeFirstIssue(r.error) },
+    [],
+  );
 }
 
 /** The addresses of one `ip -j addr` link entry. */

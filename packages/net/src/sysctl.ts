@@ -7,6 +7,12 @@ import { CniError, Code } from '@ferry/shared-types/errors';
  * Keys are path segments, e.g. ['net', 'ipv4', 'conf', 'fry0a1b', 'proxy_arp'], because interface
  * names may contain dots.
  */
+/** The node's forwarding switch of each family: routed pods need it on. */
+export const FORWARDING = {
+  4: ['net', 'ipv4', 'ip_forward'],
+  6: ['net', 'ipv6', 'conf', 'all', 'forwarding'],
+} as const;
+
 export async function readSysctl(key: readonly string[]): Promise<string | undefined> {
   try {
     return (await readFile(sysctlPath(key), 'utf8')).trim();

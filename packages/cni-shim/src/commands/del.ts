@@ -42,8 +42,8 @@ async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: numbe
   const podLinks = delegated.length > 0 && args.netns ? await d.ip.linksIfPresent(netnsAt(args.netns)) : undefined;
   for (const nic of delegated) await teardownDelegatedNic(nic, args.netns, podLinks, d);
   for (const nic of mine) if (nic.nicType === 'InfraNIC') await teardownInfraNic(nic, d);
-  const released = await d.daemon.release(args.containerId, conf.name, args.ifName);
-  d.log.info({ interfaces: released.released.length, hadState: mine.length > 0 }, 'deleted');
+  await d.daemon.release(args.containerId, conf.name, args.ifName);
+  d.log.info({ interfaces: mine.length }, 'deleted');
 }
 
 /** The fallback's own error, saying also why the fallback was needed. */

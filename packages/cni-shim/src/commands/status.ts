@@ -4,17 +4,12 @@
  * is exhausted. 51 (not available, existing pods degraded) when ferryd is fine but forwarding is off on
  * the node for a family the network serves: pods already here cannot reach beyond the node.
  */
-import { readSysctl } from '@ferry/net';
+import { FORWARDING, readSysctl } from '@ferry/net';
 import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-
-const FORWARDING = {
-  4: ['net', 'ipv4', 'ip_forward'],
-  6: ['net', 'ipv6', 'conf', 'all', 'forwarding'],
-} as const;
 
 export async function cmdStatus(_args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   let status: Status;

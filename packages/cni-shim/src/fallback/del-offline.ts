@@ -3,12 +3,13 @@
  * pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and nothing is lost.
  */
 import { join } from 'node:path';
+import { DEFAULT_DELETE_QUEUE, DEFAULT_DELETE_QUEUE_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { podOf } from '../commands/attachment';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-import { DEFAULT_QUEUE_DIR, DEFAULT_QUEUE_LIMIT, prepareQueueDir, toEntry, writeEntry } from './delete-queue';
+import { prepareQueueDir, toEntry, writeEntry } from './delete-queue';
 import { cleanPodNetns } from './netns-cleanup';
 
 /** How long the shim waits for the queue lock (ferryd holds it only while draining at start-up). */
@@ -26,7 +27,7 @@ export async function delWithoutDaemon(
   d: Deps,
   cause: CniError,
 ): Promise<'queued' | 'online'> {
-  const dir = conf.deleteQueue ?? DEFAULT_QUEUE_DIR;
+  const dir = conf.deleteQueue ?? DEFAULT_DELETE_QUEUE;
   const pod = podOf(args);
   const entry = toEntry({
     network: conf.name,
@@ -47,7 +48,7 @@ export async function delWithoutDaemon(
   }
   try {
     if (await d.daemon.isReady(RECHECK_MS)) return 'online';
-    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_QUEUE_LIMIT, entry);
+    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
     d.log.warn({ entry: join(dir, name), cause: cause.message }, 'ferryd unreachable: DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
     await cleanPodNetns(args.netns, args.ifName, d);

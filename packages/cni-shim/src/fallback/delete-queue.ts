@@ -19,9 +19,6 @@ import {
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 
-export const DEFAULT_QUEUE_DIR = '/var/lib/ferry/delete-queue';
-export const DEFAULT_QUEUE_LIMIT = 1024;
-
 /** The entry's file name: a hash of the attachment key, never anything the runtime sent verbatim. */
 function entryNameOf(network: string, containerId: string, ifName: string): string {
   return `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;

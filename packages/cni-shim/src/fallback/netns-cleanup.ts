@@ -29,11 +29,13 @@ export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Pro
     d.log.info({ netns }, 'pod netns already gone: nothing to clean');
     return;
   }
-  const nodeNames = new Set((await d.ip.listLinks(SELF)).map((l) => l.ifname));
+  // The node's names matter only when a device goes home, which a pod with just its InfraNIC never has.
+  let nodeNames: Set<string> | undefined;
   for (const l of links) {
     const what = stateless(l, ifName);
     if (what === 'delete-veth') await deleteInfraVeth(netns, l, d);
     if (what !== 'send-home' || !l.address) continue;
+    nodeNames ??= new Set((await d.ip.listLinks(SELF)).map((n) => n.ifname));
     const marked = parseMarker(l.ifalias)?.hostIfName;
     const home = marked && !nodeNames.has(marked) ? marked : travelNameOf(l.address);
     try {

@@ -11,6 +11,7 @@
  */
 import {
   ensureSysctl,
+  FORWARDING,
   IpBatch,
   type IpLink,
   IpLinkListSchema,
@@ -34,8 +35,6 @@ export interface InfraBuildInput {
 }
 
 export interface BuiltInfraNic extends BuiltNic {
-  hostVethName: string;
-  hostVethMac: string;
   mtu?: number;
 }
 
@@ -89,9 +88,9 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
   d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   if (hasFamily(plan, 4)) {
     await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
-    await ensureSysctl(['net', 'ipv4', 'ip_forward'], '1');
+    await ensureSysctl(FORWARDING[4], '1');
   }
-  if (hasFamily(plan, 6)) await ensureSysctl(['net', 'ipv6', 'conf', 'all', 'forwarding'], '1');
+  if (hasFamily(plan, 6)) await ensureSysctl(FORWARDING[6], '1');
   d.log.debug({}, 'node sysctls set');
   const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
   d.log.debug({}, 'pod side configured');
@@ -102,8 +101,6 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
     ifName: plan.ifName,
     mac: link.address,
     containerIfIndex: link.ifindex,
-    hostVethName: plan.hostVethName,
-    hostVethMac: plan.hostVethMac,
     ...(link.mtu ? { mtu: link.mtu } : {}),
   };
 }

@@ -4,6 +4,13 @@
  * kept and ignored, as the spec asks of plugins.
  */
 import * as z from 'zod/mini';
+import {
+  DEFAULT_DAEMON_TIMEOUTS,
+  DEFAULT_DELETE_QUEUE,
+  DEFAULT_DELETE_QUEUE_LIMIT,
+  DEFAULT_SHIM_LOG_FILE,
+  DEFAULT_SOCKET,
+} from '../config/defaults';
 import { doc } from '../doc';
 import { ConfDnsSchema } from './dns';
 import { absolutePath, NetworkNameSchema } from './names';
@@ -44,23 +51,23 @@ export const DelegatedNicsRequestSchema = z.strictObject({
 });
 export type DelegatedNicsRequest = z.infer<typeof DelegatedNicsRequestSchema>;
 
-/** Time limits for talking to ferryd. Defaults live in the shim (see docs/configuration.md). */
+/** Time limits for talking to ferryd (defaults in config/defaults.ts). */
 export const DaemonTimeoutsSchema = z.strictObject({
   connectMs: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(60_000))),
-    'Connect timeout of one request. Default: 1000.',
+    `Connect timeout of one request. Default: ${DEFAULT_DAEMON_TIMEOUTS.connectMs}.`,
   ),
   requestMs: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(300_000))),
-    'Total deadline of one request, answer included. Default: 10000.',
+    `Total deadline of one request, answer included. Default: ${DEFAULT_DAEMON_TIMEOUTS.requestMs}.`,
   ),
   addWaitMs: doc(
     z.optional(Int().check(z.minimum(0), z.maximum(300_000))),
-    'How long ADD waits for ferryd to become ready before failing with code 11. Default: 10000.',
+    `How long ADD waits for ferryd to become ready before failing with code 11. Default: ${DEFAULT_DAEMON_TIMEOUTS.addWaitMs}.`,
   ),
   delWaitMs: doc(
     z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
-    'How long DEL tries ferryd in all before it queues the DEL. Default: 5000.',
+    `How long DEL tries ferryd in all before it queues the DEL. Default: ${DEFAULT_DAEMON_TIMEOUTS.delWaitMs}.`,
   ),
 });
 export type DaemonTimeouts = z.infer<typeof DaemonTimeoutsSchema>;
@@ -80,16 +87,16 @@ export const NetConfSchema = z.looseObject({
   ),
   ipMasq: z.optional(z.boolean()),
   // Ferry's keys (DESIGN.md "Entry points").
-  daemonSocket: doc(z.optional(absolutePath()), "ferryd's socket. Default: /run/ferry/ferryd.sock."),
-  logFile: doc(z.optional(absolutePath()), 'Where the shim logs (JSON lines). Default: /var/log/ferry/cni.log.'),
+  daemonSocket: doc(z.optional(absolutePath()), `ferryd's socket. Default: ${DEFAULT_SOCKET}.`),
+  logFile: doc(z.optional(absolutePath()), `Where the shim logs (JSON lines). Default: ${DEFAULT_SHIM_LOG_FILE}.`),
   logLevel: doc(z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])), 'Default: info.'),
   deleteQueue: doc(
     z.optional(absolutePath()),
-    "Where DELs are queued while ferryd is unreachable (ferryd's `deleteQueue`). Default: /var/lib/ferry/delete-queue.",
+    `Where DELs are queued while ferryd is unreachable (ferryd's \`deleteQueue\`). Default: ${DEFAULT_DELETE_QUEUE}.`,
   ),
   deleteQueueLimit: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),
-    'Entries the queue may hold; a DEL that finds it full fails (code 110) and is retried. Default: 1024.',
+    `Entries the queue may hold; a DEL that finds it full fails (code 110) and is retried. Default: ${DEFAULT_DELETE_QUEUE_LIMIT}.`,
   ),
   delegatedNICs: doc(
     z.optional(DelegatedNicsRequestSchema),

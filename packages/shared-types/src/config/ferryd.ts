@@ -8,6 +8,7 @@ import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
 import { NicTypeSchema } from '../nic';
+import { DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
@@ -74,7 +75,7 @@ export const TcpListenerConfigSchema = z.strictObject({
 
 export const FerrydConfigSchema = z.strictObject({
   socket: doc(
-    z._default(absolutePath(), '/run/ferry/ferryd.sock'),
+    z._default(absolutePath(), DEFAULT_SOCKET),
     'Unix socket for the shim and operators (dir 0700, socket 0600).',
   ),
   database: doc(
@@ -82,7 +83,7 @@ export const FerrydConfigSchema = z.strictObject({
     'SQLite database (WAL); one ferryd per file, enforced by `<database>.lock`.',
   ),
   deleteQueue: doc(
-    z._default(absolutePath(), '/var/lib/ferry/delete-queue'),
+    z._default(absolutePath(), DEFAULT_DELETE_QUEUE),
     "Where ferry-cni queues DELs while ferryd is unreachable; must be the conflist's `deleteQueue`.",
   ),
   logLevel: doc(

@@ -1,0 +1,16 @@
+/**
+ * Defaults the shim, ferryd and ferryctl must agree on, in one place: the config reference generated
+ * from the schemas quotes these same values, so the docs say what the code does. No zod here: the shim
+ * loads this on every run.
+ */
+export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
+export const DEFAULT_DELETE_QUEUE = '/var/lib/ferry/delete-queue';
+export const DEFAULT_DELETE_QUEUE_LIMIT = 1024;
+export const DEFAULT_SHIM_LOG_FILE = '/var/log/ferry/cni.log';
+/** The shim's time limits for talking to ferryd (the conflist's `daemonTimeouts`). */
+export const DEFAULT_DAEMON_TIMEOUTS = {
+  connectMs: 1000,
+  requestMs: 10_000,
+  addWaitMs: 10_000,
+  delWaitMs: 5000,
+} as const;
