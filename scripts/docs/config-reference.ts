@@ -86,9 +86,10 @@ JSON, or YAML when the file name ends in \`.yaml\`/\`.yml\`. Environment variabl
 (\`FERRY_SOCKET\`, \`FERRY_DATABASE\`, \`FERRY_DELETE_QUEUE\`, \`FERRY_LOG_LEVEL\`), and flags override both
 (\`--socket\`, \`--database\`, \`--delete-queue\`, \`--log-level\`). Unknown keys are refused, and every error names
 the field. Beyond the schema, ferryd checks that network names are unique, that each network has a pool, that
-ranges, exclusions and routes lie in their pool's subnet and family, that no two networks' subnets overlap,
-and that a subnet is not changed (or taken over by another network) while addresses of the old one are held.
-\`ferryd --check --config FILE\` validates the config the same way and exits, starting nothing.
+ranges, exclusions and routes lie in their pool's subnet and family, that exclusions leave something to hand
+out, and that no two networks' subnets overlap; \`ferryd --check --config FILE\` checks all of that and
+exits, starting nothing. At start, with the database open, ferryd also refuses a subnet changed (or taken
+over by another network) while addresses of the old one are held.
 
 ${table(FerrydConfigSchema)}
 

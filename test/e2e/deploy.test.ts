@@ -94,14 +94,20 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
   expect(ferryd?.readinessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
 
-  // The install command line, as written, is one ferryctl accepts (no flag it does not know).
-  const install = pod.initContainers?.find((c) => c.name === 'install')?.command ?? [];
-  expect(install.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryctl', 'install']);
-  const flags = install.slice(2).filter((a) => a !== '--node=$(NODE_NAME)');
-  const dry = await execa(`${DIST_BIN}/ferryctl`, ['install', ...flags.map((f) => f.replace(/=.*/, '=/nonexistent'))], {
-    reject: false,
-  });
-  expect(dry.stderr).not.toMatch(/Unknown option/);
+  // The config is rendered and checked before the CNI files go onto the host.
+  expect((pod.initContainers ?? []).map((c) => c.name)).toEqual(['render-config', 'check-config', 'install']);
+  // Each ferryctl command line, as written, is one ferryctl accepts (no flag it does not know).
+  for (const name of ['render-config', 'install']) {
+    const install = pod.initContainers?.find((c) => c.name === name)?.command ?? [];
+    expect(install.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryctl', 'install']);
+    const flags = install.slice(2).filter((a) => a !== '--node=$(NODE_NAME)');
+    const dry = await execa(
+      `${DIST_BIN}/ferryctl`,
+      ['install', ...flags.map((f) => f.replace(/=.*/, '=/nonexistent'))],
+      { reject: false },
+    );
+    expect(dry.stderr, name).not.toMatch(/Unknown option|install needs/);
+  }
 });
 
 test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and ferryd's --check", async (t) => {

@@ -124,3 +124,36 @@ test("renders ferryd's config with the node's pod CIDRs from the API", async (t)
   expect(missing.exitCode).toBe(1);
   expect(missing.stderr).toContain('get node node-z: HTTP 404');
 });
+
+test('the two steps run apart, as the DaemonSet runs them; half a step is a usage error', async (t) => {
+  const dir = useTmpDir(t, 'install');
+  const { conflist, template } = configMapFiles(dir);
+  // A template without placeholders needs no node and no API.
+  const plain = join(dir, 'plain.yaml');
+  writeFileSync(plain, readFileSync(template, 'utf8').replaceAll('{{POD_CIDR_V4}}', '10.244.9.0/24'));
+  const render = await ferryctl(
+    'install',
+    `--ferryd-config-template=${plain}`,
+    `--ferryd-config-out=${dir}/run/f.yaml`,
+  );
+  expect(render.exitCode, render.stderr).toBe(0);
+  expect(render.stdout).toBe(`rendered ${dir}/run/f.yaml`);
+  expect(readFileSync(join(dir, 'run', 'f.yaml'), 'utf8')).toContain('10.244.9.0/24');
+  expect(() => readdirSync(join(dir, 'bin'))).toThrow();
+
+  const needsNode = await ferryctl(
+    'install',
+    `--ferryd-config-template=${template}`,
+    `--ferryd-config-out=${dir}/x.yaml`,
+  );
+  expect(needsNode.exitCode).toBe(2);
+  expect(needsNode.stderr).toContain('--node is needed');
+
+  const half = await ferryctl('install', `--shim=${DIST_BIN}/ferry-cni`, `--conflist=${conflist}`);
+  expect(half.exitCode).toBe(2);
+  expect(half.stderr).toContain('--shim, --cni-bin-dir, --conflist and --cni-conf-dir together');
+  const nothing = await ferryctl('install');
+  expect(nothing.exitCode).toBe(2);
+  expect(nothing.stderr).toContain('install needs the CNI files');
+  expect(() => readdirSync(join(dir, 'net.d'))).toThrow();
+});

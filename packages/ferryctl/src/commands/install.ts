@@ -1,9 +1,13 @@
 /**
- * `ferryctl install`: what the DaemonSet's init container runs on every node.
- * 1. ferry-cni into the CNI bin dir, atomically (the runtime may exec the old one at any moment);
- * 2. the conflist into the CNI conf dir, atomically, after checking it is a Ferry conflist;
- * 3. optionally ferryd's config, rendered from a template with this node's pod CIDRs
- *    ({{POD_CIDR_V4}}, {{POD_CIDR_V6}}) and validated against ferryd's own schema.
+ * `ferryctl install`: what the DaemonSet's init containers run on every node, in two steps that may also
+ * run together:
+ * - ferryd's config (--ferryd-config-template, --ferryd-config-out), rendered from a template with this
+ *   node's pod CIDRs ({{POD_CIDR_V4}}, {{POD_CIDR_V6}}) and validated against ferryd's schema;
+ * - the CNI files (--shim, --cni-bin-dir, --conflist, --cni-conf-dir): ferry-cni into the CNI bin dir and
+ *   the conflist into the CNI conf dir, atomically (the runtime may exec the old one at any moment), after
+ *   checking it is a Ferry conflist.
+ * The DaemonSet renders the config first and runs `ferryd --check` on it before the CNI files go in, so a
+ * ConfigMap ferryd would refuse never leaves a node with a conflist and no ferryd.
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -15,7 +19,7 @@ import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
 import type { Context } from '../context';
-import { inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
+import { type ApiAccess, inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
 import { parseJson } from '../json';
 
 const ConflistSchema = z.looseObject({
@@ -27,15 +31,58 @@ const ConflistSchema = z.looseObject({
 export async function cmdInstall(ctx: Context): Promise<number> {
   const f = ctx.flags;
   const str = (k: string) => (typeof f[k] === 'string' ? (f[k] as string) : undefined);
-  const shim = str('shim');
-  const binDir = str('cni-bin-dir');
-  const conflistPath = str('conflist');
-  const confDir = str('cni-conf-dir');
-  if (!shim || !binDir || !conflistPath || !confDir) {
-    return ctx.usage('install needs --shim, --cni-bin-dir, --conflist and --cni-conf-dir');
+  const cniFlags = ['shim', 'cni-bin-dir', 'conflist', 'cni-conf-dir'] as const;
+  const [shim, binDir, conflistPath, confDir] = cniFlags.map(str);
+  const template = str('ferryd-config-template');
+  const out = str('ferryd-config-out');
+  const wantsCni = cniFlags.some((k) => str(k) !== undefined);
+  const wantsConfig = template !== undefined || out !== undefined;
+  if (!wantsCni && !wantsConfig) {
+    return ctx.usage(
+      "install needs the CNI files (--shim, --cni-bin-dir, --conflist, --cni-conf-dir), ferryd's config (--ferryd-config-template, --ferryd-config-out), or both",
+    );
+  }
+  if (wantsCni && !(shim && binDir && conflistPath && confDir)) {
+    return ctx.usage('install needs --shim, --cni-bin-dir, --conflist and --cni-conf-dir together');
+  }
+  if (wantsConfig && !(template && out)) {
+    return ctx.usage('install needs --ferryd-config-template and --ferryd-config-out together');
   }
 
   // Everything is read and checked first, so a bad input leaves the node as it was.
+  const cni = shim && binDir && conflistPath && confDir ? readCniFiles(shim, conflistPath) : undefined;
+  let rendered: string | undefined;
+  if (template && out) {
+    const text = readFileSync(template, 'utf8');
+    const node = str('node');
+    if (!node && PLACEHOLDER.test(text)) {
+      return ctx.usage('the ferryd config template names {{POD_CIDR_V4/6}}: --node is needed');
+    }
+    rendered = await renderFerrydConfig(text, out, node, {
+      ...(str('api-server') ? { server: str('api-server') } : {}),
+      ...(str('api-token-file') ? { tokenFile: str('api-token-file') } : {}),
+      ...(str('api-ca-file') ? { caFile: str('api-ca-file') } : {}),
+    });
+  }
+
+  if (cni && binDir && conflistPath && confDir) {
+    mkdirSync(binDir, { recursive: true });
+    writeFileAtomically(binDir, 'ferry-cni', cni.shimBytes, { mode: 0o755 });
+    ctx.print(`installed ${binDir}/ferry-cni`);
+    mkdirSync(confDir, { recursive: true });
+    writeFileAtomically(confDir, basename(conflistPath), cni.conflistText, { mode: 0o644 });
+    ctx.print(`installed ${confDir}/${basename(conflistPath)}`);
+  }
+  if (rendered !== undefined && out) {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileAtomically(dirname(out), basename(out), rendered, { mode: 0o600 });
+    ctx.print(`rendered ${out}`);
+  }
+  return 0;
+}
+
+/** The shim's bytes and the conflist's text, once the conflist is known to be a Ferry one. */
+function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; conflistText: string } {
   const conflistText = readFileSync(conflistPath, 'utf8');
   const conflist = parseAs(
     ConflistSchema,
@@ -51,48 +98,35 @@ export async function cmdInstall(ctx: Context): Promise<number> {
     Code.InvalidConfig,
     `conflist ${conflistPath}: ferry-cni`,
   );
-  const shimBytes = readFileSync(shim);
-  const template = str('ferryd-config-template');
-  const out = str('ferryd-config-out');
-  let rendered: string | undefined;
-  if (template && out) {
-    rendered = readFileSync(template, 'utf8');
-    if (/\{\{POD_CIDR_V[46]\}\}/.test(rendered)) {
-      const node = str('node');
-      if (!node) return ctx.usage('the ferryd config template names {{POD_CIDR_V4/6}}: --node is needed');
-      const api = inClusterAccess(process.env, {
-        ...(str('api-server') ? { server: str('api-server') } : {}),
-        ...(str('api-token-file') ? { tokenFile: str('api-token-file') } : {}),
-        ...(str('api-ca-file') ? { caFile: str('api-ca-file') } : {}),
-      });
-      const cidrs = await podCidrsOf(node, api);
-      for (const [placeholder, value, family] of [
-        ['{{POD_CIDR_V4}}', cidrs.v4, 'IPv4'],
-        ['{{POD_CIDR_V6}}', cidrs.v6, 'IPv6'],
-      ] as const) {
-        if (!rendered.includes(placeholder)) continue;
-        if (!value) {
-          throw new CniError(
-            Code.InvalidConfig,
-            `install: node ${node} has no ${family} pod CIDR (the template names ${placeholder})`,
-          );
-        }
-        rendered = rendered.replaceAll(placeholder, value);
-      }
-    }
-    parseAs(FerrydConfigSchema, parseYaml(rendered), Code.InvalidConfig, `rendered ferryd config ${out}`);
-  }
+  return { shimBytes: readFileSync(shim), conflistText };
+}
 
-  mkdirSync(binDir, { recursive: true });
-  writeFileAtomically(binDir, 'ferry-cni', shimBytes, { mode: 0o755 });
-  ctx.print(`installed ${binDir}/ferry-cni`);
-  mkdirSync(confDir, { recursive: true });
-  writeFileAtomically(confDir, basename(conflistPath), conflistText, { mode: 0o644 });
-  ctx.print(`installed ${confDir}/${basename(conflistPath)}`);
-  if (rendered !== undefined && out) {
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileAtomically(dirname(out), basename(out), rendered, { mode: 0o600 });
-    ctx.print(`rendered ${out}`);
+const PLACEHOLDER = /\{\{POD_CIDR_V[46]\}\}/;
+
+/** ferryd's config from its template's text, with this node's pod CIDRs in place of the placeholders. */
+async function renderFerrydConfig(
+  template: string,
+  out: string,
+  node: string | undefined,
+  access: Partial<ApiAccess>,
+): Promise<string> {
+  let rendered = template;
+  if (node && PLACEHOLDER.test(rendered)) {
+    const cidrs = await podCidrsOf(node, inClusterAccess(process.env, access));
+    for (const [placeholder, value, family] of [
+      ['{{POD_CIDR_V4}}', cidrs.v4, 'IPv4'],
+      ['{{POD_CIDR_V6}}', cidrs.v6, 'IPv6'],
+    ] as const) {
+      if (!rendered.includes(placeholder)) continue;
+      if (!value) {
+        throw new CniError(
+          Code.InvalidConfig,
+          `install: node ${node} has no ${family} pod CIDR (the template names ${placeholder})`,
+        );
+      }
+      rendered = rendered.replaceAll(placeholder, value);
+    }
   }
-  return 0;
+  parseAs(FerrydConfigSchema, parseYaml(rendered), Code.InvalidConfig, `rendered ferryd config ${out}`);
+  return rendered;
 }
