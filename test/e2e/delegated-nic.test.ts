@@ -6,10 +6,10 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
-import type { Ferryd } from '../fixtures/ferryd';
+import { type Ferryd, useFerryd } from '../fixtures/ferryd';
 import { link, linkNames } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
-import { useNode } from '../fixtures/node';
+import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
 
@@ -265,8 +265,7 @@ describe('which pod gets which device', () => {
   });
 
   test('BackendNIC devices are refused at start with a message that names them', async (t) => {
-    const { node } = await useNode(t);
-    const { useFerryd } = await import('../fixtures/ferryd');
+    const node = await useNodeNetns(t);
     await expect(
       useFerryd(t, {
         netns: node,

@@ -30,7 +30,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   install: cmdInstall,
 };
 
-export const USAGE = `usage: ferryctl [--socket PATH | --url URL --token-file FILE] [--json] <command>
+const USAGE = `usage: ferryctl [--socket PATH | --url URL --token-file FILE] [--json] <command>
 
 commands:
   endpoints [list] [--namespace NS] [--pod NAME] [--network NET] [--nic-type InfraNIC|DelegatedNIC]
