@@ -5,7 +5,7 @@
  */
 import swagger from '@fastify/swagger';
 import { MAX_CONTAINER_ID_LENGTH } from '@ferry/shared-types/cni/validate';
-import { CniError, type CniErrorBody, Code } from '@ferry/shared-types/errors';
+import { CniError, type CniErrorBody, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { describeIssue } from '@ferry/shared-types/parse';
 import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fastify';
 import {
@@ -70,7 +70,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompilerOf(opts.checkResponses ?? false));
   app.setErrorHandler((err: Error, req, reply) => {
-    const body = toErrorBody(err, req.id, deps.log);
+    const body = errorBodyOf(err, req.id, deps.log);
     deps.metrics.errors.inc({ code: String(body.code) });
     return reply.status(statusOf(err, body)).send(body);
   });
@@ -127,10 +127,8 @@ function statusOf(err: Error, body: CniErrorBody): number {
 }
 
 /** Every error leaves as { code, msg, details? }; only genuine faults are 5xx, logged with their stack. */
-function toErrorBody(err: Error, reqId: string, log: Logger): CniErrorBody {
-  if (err instanceof CniError) {
-    return { code: err.code, msg: err.message, ...(err.details ? { details: err.details } : {}) };
-  }
+function errorBodyOf(err: Error, reqId: string, log: Logger): CniErrorBody {
+  if (err instanceof CniError) return toErrorBody(err);
   if (hasZodFastifySchemaValidationErrors(err)) {
     const first = err.validation[0];
     const where = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)';

@@ -29,7 +29,6 @@ export interface Services {
   deps: AppDeps;
   reconciler: Reconciler;
   drainer: Drainer;
-  stores: { endpoints: EndpointStore; pools: PoolStore; devices: DeviceStore };
 }
 
 export interface ServiceOptions {
@@ -119,6 +118,5 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, metrics, log, ping },
     reconciler,
     drainer,
-    stores: { endpoints, pools, devices },
   };
 }

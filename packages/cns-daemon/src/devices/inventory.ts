@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import type { FerrydConfig } from '../config';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
+import { parseRow } from '../store/rows';
 
 export interface InventoryDeps {
   db: Db;
@@ -214,10 +215,14 @@ export function reservationOf(r: {
 }): ReservationRequest | undefined {
   if (r.reserved_namespace === null || r.reserved_pod === null) return undefined;
   const extra = r.reserved_json ? JSON.parse(r.reserved_json) : {};
-  return ReservationRequestSchema.parse({
-    namespace: r.reserved_namespace,
-    pod: r.reserved_pod,
-    ...(r.reserved_if_name ? { ifName: r.reserved_if_name } : {}),
-    ...extra,
-  });
+  return parseRow(
+    ReservationRequestSchema,
+    {
+      namespace: r.reserved_namespace,
+      pod: r.reserved_pod,
+      ...(r.reserved_if_name ? { ifName: r.reserved_if_name } : {}),
+      ...extra,
+    },
+    'devices',
+  );
 }

@@ -4,7 +4,7 @@
  * delete queue is healthy (nothing set aside, nothing waiting for long).
  */
 import { existsSync } from 'node:fs';
-import { type Ip, netnsAt, SELF, sameMac } from '@ferry/net';
+import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import type { Drainer } from '../queue/drainer';
 import type { DeviceStore } from '../store/devices';
@@ -43,6 +43,7 @@ export class NodeChecks {
     const assigned = this.#d.devices.all().filter((d) => d.interface_id !== null && d.attachment_state === 'committed');
     if (assigned.length > 0) {
       const onNode = await this.#d.ip.listLinks(SELF);
+      const podLinks = new Map<string, IpLink[] | undefined>();
       for (const dev of assigned) {
         const subject = dev.mac;
         if (onNode.some((l) => sameMac(l.address, dev.mac))) {
@@ -54,9 +55,11 @@ export class NodeChecks {
           continue;
         }
         const netns = dev.container_id ? netnsOf.get(dev.container_id) : undefined;
-        if (!netns || !existsSync(netns)) continue;
-        const inPod = await this.#d.ip.listLinks(netnsAt(netns)).catch(() => []);
-        if (!inPod.some((l) => sameMac(l.address, dev.mac))) {
+        if (!netns) continue;
+        // One listing per pod netns; a netns that is gone is reported above, not as a misplaced device.
+        if (!podLinks.has(netns)) podLinks.set(netns, await this.#d.ip.linksIfPresent(netnsAt(netns)));
+        const inPod = podLinks.get(netns);
+        if (inPod && !inPod.some((l) => sameMac(l.address, dev.mac))) {
           out.push({
             kind: 'device-misplaced',
             subject,

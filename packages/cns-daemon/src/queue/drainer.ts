@@ -23,11 +23,12 @@ import {
   renameSync,
   unlinkSync,
   watch,
-  writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomically } from '@ferry/files';
 import { readSmallFile } from '@ferry/files/read-small';
 import {
+  FailedEntrySchema,
   QUEUE_ENTRY_MAX_BYTES,
   QUEUE_ENTRY_NAME_RE,
   type QueueEntry,
@@ -47,7 +48,8 @@ const ABANDONED_TMP_MS = 60_000;
 const FAILED = 'failed';
 const LOCK = 'lock';
 
-const ReasonSchema = z.object({ originalName: z.string(), reason: z.string(), movedAt: z.string() });
+/** What failed/<id>.reason.json holds: a failed entry as listed, less its file name. */
+const ReasonSchema = z.omit(FailedEntrySchema, { file: true });
 
 export interface DrainerDeps {
   dir: string;
@@ -231,15 +233,17 @@ export class Drainer {
       // Fails when something else took the name failed (a file): the entry then stays where it is.
       mkdirSync(failed, { recursive: true, mode: 0o700 });
       renameSync(join(this.#d.dir, name), join(failed, id));
+      // Atomic: a reason cut short by a crash or a full disk would hide the entry from `ferryctl queue`.
+      writeFileAtomically(
+        failed,
+        `${id}.reason.json`,
+        JSON.stringify({ originalName: name, reason, movedAt: new Date(this.#d.now()).toISOString() }),
+        { mode: 0o600 },
+      );
     } catch (err) {
       this.#d.log.error({ err, entry: name }, 'could not move a queue entry aside');
       return;
     }
-    writeFileSync(
-      join(failed, `${id}.reason.json`),
-      JSON.stringify({ originalName: name, reason, movedAt: new Date(this.#d.now()).toISOString() }),
-      { mode: 0o600 },
-    );
     this.#d.log.warn({ entry: name, reason, failed: join(failed, id) }, 'delete queue entry set aside');
   }
 

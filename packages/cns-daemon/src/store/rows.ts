@@ -6,7 +6,9 @@
  */
 
 import { FamilySchema } from '@ferry/shared-types/api/common';
+import { InterfaceStateSchema } from '@ferry/shared-types/api/endpoints';
 import { AddressStateSchema } from '@ferry/shared-types/api/operator';
+import { SupportedNicTypeSchema } from '@ferry/shared-types/nic';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod';
 
@@ -24,7 +26,7 @@ export const AttachmentRowSchema = z.object({
   pod_name: OptText,
   pod_uid: OptText,
   pod_infra_container_id: OptText,
-  state: z.enum(['allocated', 'committed']),
+  state: InterfaceStateSchema,
   created_at_ms: Int,
   updated_at_ms: Int,
 });
@@ -37,7 +39,7 @@ export const InterfaceRowSchema = z.object({
   container_id: z.string(),
   if_name: z.string(),
   endpoint_id: z.string(),
-  nic_type: z.enum(['InfraNIC', 'DelegatedNIC']),
+  nic_type: SupportedNicTypeSchema,
   routes_json: z.string(),
   mac: OptText,
   container_if_index: OptInt,
