@@ -22,5 +22,11 @@ if [ "$(pnpm --version 2>/dev/null || true)" != "$pnpm_version" ]; then
   npm install -g --silent "pnpm@$pnpm_version"
 fi
 
+# better-sqlite3 compiles its addon with node-gyp, which would download Node's headers (only the package
+# registries are reachable here). pnpm 12 ignores `nodedir` in ~/.npmrc but node-gyp reads it from the
+# environment: point it at the headers Debian's nodejs ships.
+if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node_version.h ]; then
+  export npm_config_nodedir=/usr
+fi
 pnpm install --frozen-lockfile
 [ "${1:-}" = --no-build ] || pnpm build
