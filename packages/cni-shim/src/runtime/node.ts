@@ -4,8 +4,8 @@
  */
 import { closeSync, openSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { tryLock } from '@ferry/files/flock';
 import { nodeRunner } from '@ferry/net/node-runner';
-import fsExt from 'fs-ext';
 import {
   type HttpResponse,
   pollLock,
@@ -64,22 +64,12 @@ function request(o: RequestOptions): Promise<HttpResponse> {
 
 async function lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined> {
   const fd = openSync(path, 'a+', 0o600);
-  const tryLock = () => {
-    try {
-      fsExt.flockSync(fd, 'shnb');
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (!(await pollLock(tryLock, timeoutMs))) {
+  if (!(await pollLock(() => tryLock(fd, 'shared'), timeoutMs))) {
     closeSync(fd);
     return undefined;
   }
-  return () => {
-    fsExt.flockSync(fd, 'un');
-    closeSync(fd);
-  };
+  // Closing the only descriptor of the lock's open file releases it.
+  return () => closeSync(fd);
 }
 
 export const nodeRuntime: Runtime = { run: nodeRunner, request, lockShared };

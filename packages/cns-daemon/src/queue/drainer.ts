@@ -26,6 +26,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomically } from '@ferry/files';
+import { tryLock } from '@ferry/files/flock';
 import { readSmallFile } from '@ferry/files/read-small';
 import {
   FailedEntrySchema,
@@ -37,7 +38,6 @@ import {
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
-import fsExt from 'fs-ext';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
@@ -89,14 +89,12 @@ export class Drainer {
     const fd = openSync(join(this.#d.dir, LOCK), 'a+', 0o600);
     const until = Date.now() + timeoutMs;
     for (;;) {
-      try {
-        fsExt.flockSync(fd, 'exnb');
+      if (tryLock(fd, 'exclusive')) {
         this.#lockFd = fd;
         return;
-      } catch {
-        if (Date.now() >= until) break;
-        await new Promise((r) => setTimeout(r, 20));
       }
+      if (Date.now() >= until) break;
+      await new Promise((r) => setTimeout(r, 20));
     }
     closeSync(fd);
     this.#d.log.warn(
@@ -108,7 +106,7 @@ export class Drainer {
   /** Lets shims queue again; called once ferryd serves. */
   unlock(): void {
     if (this.#lockFd === undefined) return;
-    fsExt.flockSync(this.#lockFd, 'un');
+    // Closing the only descriptor of the lock's open file releases it.
     closeSync(this.#lockFd);
     this.#lockFd = undefined;
   }

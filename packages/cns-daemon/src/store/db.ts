@@ -5,8 +5,8 @@
  */
 import { closeSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { tryLock } from '@ferry/files/flock';
 import Database from 'better-sqlite3';
-import fsExt from 'fs-ext';
 import { StartupError } from '../errors';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations/index';
 
@@ -54,15 +54,16 @@ export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
 function lockDatabase(path: string): () => void {
   const lockPath = `${path}.lock`;
   const fd = openSync(lockPath, 'a+', 0o600);
+  let taken: boolean;
   try {
-    fsExt.flockSync(fd, 'exnb');
+    taken = tryLock(fd, 'exclusive');
   } catch (err) {
     closeSync(fd);
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
-      throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
-    }
     throw new StartupError(`lock ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  if (!taken) {
+    closeSync(fd);
+    throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
   }
   ftruncateSync(fd, 0);
   writeSync(fd, `${process.pid}\n`);
