@@ -77,3 +77,24 @@ test('GC releases every attachment not listed valid and deletes its host veth; b
   const eps = (await ferryd.request('GET', '/v1/operator/endpoints')).json as { endpoints: { containerId: string }[] };
   expect(eps.endpoints.map((e) => e.containerId)).toEqual([keep?.containerId]);
 });
+
+test('GC with ferryd down fails with 11, so the runtime tries again, and removes nothing', async (t) => {
+  const { node, ferryd } = await useNode(t);
+  const call = {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: await useNetns(t, 'pod'),
+    conf: netConf(ferryd),
+  };
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  await ferryd.kill('SIGKILL');
+  const gc = await runShim(node, 'GC', { conf: netConf(ferryd, { 'cni.dev/valid-attachments': [] }) });
+  expect(gc.exitCode).toBe(1);
+  expect(gc.json).toMatchObject({
+    code: 11,
+    msg: expect.stringContaining(`ferryd at ${ferryd.socket} is unreachable`),
+  });
+  expect(await linkNames(node)).toHaveLength(2);
+  await ferryd.start();
+  expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
+});
