@@ -7,6 +7,7 @@ import { chmodSync, copyFileSync, mkdirSync, realpathSync, writeFileSync } from 
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { recordBuild, sourcesFingerprint } from './build-manifest.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'dist', 'bin');
@@ -17,6 +18,8 @@ const wants = (name) => only.length === 0 || only.includes(name);
 
 mkdirSync(bin, { recursive: true });
 mkdirSync(lib, { recursive: true });
+// Taken before building: a source edited during the build makes the set-up call the result stale.
+const sources = sourcesFingerprint(root);
 
 function run(args) {
   execFileSync(bun, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
@@ -50,8 +53,12 @@ if (wants('ferryd')) {
   const require = createRequire(join(root, 'packages/cns-daemon/package.json'));
   const sqliteDir = dirname(realpathSync(require.resolve('better-sqlite3/package.json')));
   copyFileSync(join(sqliteDir, 'build', 'Release', 'better_sqlite3.node'), join(lib, 'better_sqlite3.node'));
+  recordBuild(root, 'ferryd', sources);
 }
-if (wants('ferryctl')) nodeBundle('packages/ferryctl/src/bin/ferryctl.ts', 'ferryctl');
+if (wants('ferryctl')) {
+  nodeBundle('packages/ferryctl/src/bin/ferryctl.ts', 'ferryctl');
+  recordBuild(root, 'ferryctl', sources);
+}
 if (wants('ferry-cni')) {
   // The same shim through the Node runtime, for the e2e suite only (not an entry point).
   nodeBundle('packages/cni-shim/src/bin/ferry-cni-node.ts', 'ferry-cni-node', { launcher: false });
@@ -71,4 +78,5 @@ if (wants('ferry-cni')) {
     '--outfile',
     join(bin, 'ferry-cni'),
   ]);
+  recordBuild(root, 'ferry-cni', sources);
 }

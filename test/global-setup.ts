@@ -1,12 +1,14 @@
 /**
- * Before the e2e suite: the build must exist (the suite runs dist/bin, never sources), and whatever a
+ * Before the e2e suite: the build must be this checkout's, whole and current (the suite runs dist/,
+ * never sources: scripts/build-manifest.mjs says what that means), and whatever a
  * killed earlier run left behind is removed: its ferry-t-* namespaces, the processes it started
  * (ended by the PIDs it recorded), its temp dirs. After the suite: the same sweep for this run.
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { DIST_BIN, PID_DIR, PREFIX } from './fixtures/paths';
+import { buildProblems } from '../scripts/build-manifest.mjs';
+import { PID_DIR, PREFIX, ROOT } from './fixtures/paths';
 
 async function sweep(): Promise<void> {
   if (existsSync(PID_DIR)) {
@@ -40,8 +42,9 @@ async function sweep(): Promise<void> {
 }
 
 export async function setup(): Promise<() => Promise<void>> {
-  for (const bin of ['ferryd', 'ferry-cni']) {
-    if (!existsSync(join(DIST_BIN, bin))) throw new Error(`dist/bin/${bin} is missing: run \`pnpm build\` first`);
+  const problems = buildProblems(ROOT);
+  if (problems.length > 0) {
+    throw new Error(`dist/ is not a build of this checkout; run \`pnpm build\`:\n  ${problems.join('\n  ')}`);
   }
   if (process.getuid?.() !== 0) throw new Error('the e2e suite needs root (network namespaces)');
   await sweep();

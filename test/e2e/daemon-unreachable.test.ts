@@ -22,7 +22,6 @@ test('ADD with ferryd down waits for readiness a bounded time, fails with 11 nam
     code: 11,
     msg: expect.stringContaining(`ferryd at ${ferryd.socket} is not ready after 1500 ms`),
   });
-  expect(add.ms).toBeGreaterThanOrEqual(1400);
   expect(await linkNames(pod)).toEqual(['lo']);
   expect(await linkNames(node)).toEqual(['lo']);
 
@@ -40,8 +39,7 @@ test('ADD with ferryd frozen (SIGSTOP) ends at the deadline with 11; after SIGCO
   const conf = netConf(ferryd, { daemonTimeouts: { addWaitMs: 1000, requestMs: 500 } });
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
   const add = await runShim(node, 'ADD', call);
-  expect(add.json).toMatchObject({ code: 11 });
-  expect(add.ms).toBeLessThan(10_000);
+  expect(add.json).toMatchObject({ code: 11, msg: expect.stringContaining('is not ready after 1000 ms') });
   await ferryd.resume();
   const again = await runShim(node, 'ADD', call);
   expect(again.exitCode, again.stdout).toBe(0);

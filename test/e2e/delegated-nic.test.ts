@@ -7,7 +7,7 @@ import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import { type Ferryd, useFerryd } from '../fixtures/ferryd';
-import { link, linkNames } from '../fixtures/kernel';
+import { link, linkNames, useLinkMonitor } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
@@ -26,6 +26,14 @@ interface Device {
 }
 
 const useDeviceNode = (t: Scope) => useNodeWithDevices(t, DEVICES, { reconcile: { intervalSec: 0.2 } });
+const AN_HOUR = { reconcile: { intervalSec: 3600, staleGraceSec: 3600 } };
+
+/** What an app in the pod may do to a device it was given. */
+async function renameInPod(pod: TestNetns, from: string, to: string, alias?: string): Promise<void> {
+  await inNetns(pod, 'ip', 'link', 'set', from, 'down');
+  await inNetns(pod, 'ip', 'link', 'set', from, 'name', to);
+  if (alias !== undefined) await inNetns(pod, 'ip', 'link', 'set', to, 'alias', alias);
+}
 
 async function devices(ferryd: Ferryd): Promise<Device[]> {
   return ((await ferryd.request('GET', '/v1/operator/devices')).json as { devices: Device[] }).devices;
@@ -104,16 +112,44 @@ describe.for(['1.1.0', '0.4.0'])('DelegatedNIC, cniVersion %s', (cniVersion) => 
 });
 
 describe('DelegatedNIC DEL finds its device', () => {
-  test('a device renamed inside the pod, with its alias changed, still goes home under its own name', async (t) => {
-    const { node, ferryd } = await useDeviceNode(t);
+  // The reconciler is an hour away, and ferryd's own rescan after a release (which renames free devices
+  // by MAC) is ruled out by watching the node: the device must arrive there under its own name.
+  test('a device renamed inside the pod, with its alias changed, is brought home under its own name by the DEL', async (t) => {
+    const { node, ferryd } = await useNodeWithDevices(t, DEVICES, AN_HOUR);
     const pod = await useNetns(t, 'pod');
     const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: twoNics(ferryd) };
     expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
-    await inNetns(pod, 'ip', 'link', 'set', 'net1', 'down');
-    await inNetns(pod, 'ip', 'link', 'set', 'net1', 'name', 'wan0');
-    await inNetns(pod, 'ip', 'link', 'set', 'wan0', 'alias', 'renamed by the app');
+    await renameInPod(pod, 'net1', 'wan0', 'renamed by the app');
+    const monitor = await useLinkMonitor(t, node);
     const del = await runShim(node, 'DEL', call);
     expect(del.exitCode, del.stdout).toBe(0);
+    for (const d of DEVICES) expect([...new Set(monitor.namesOf(d.mac))], `${d.mac} on the node`).toEqual([d.name]);
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+    await expectHome(node, ferryd);
+  });
+
+  test('with ferryd down, a device renamed inside the pod goes home under the name its marker carries', async (t) => {
+    const { node, ferryd } = await useNodeWithDevices(t, DEVICES, AN_HOUR);
+    const pod = await useNetns(t, 'pod');
+    const call = {
+      containerId: newContainerId(),
+      ifName: 'eth0',
+      netns: pod,
+      conf: twoNics(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 200 } }),
+    };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    await renameInPod(pod, 'net1', 'wan0');
+    await ferryd.kill('SIGKILL');
+    const del = await runShim(node, 'DEL', call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    // No ferryd to rename anything: the names are the DEL's work.
+    expect(await linkNames(pod)).toEqual(['lo']);
+    for (const d of DEVICES) expect((await link(node, d.name))?.address, `${d.name} is home`).toBe(d.mac);
+    // The queued DEL is applied before ferryd's first ready answer.
+    await ferryd.start();
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
     await expectHome(node, ferryd);
   });
 

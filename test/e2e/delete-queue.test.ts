@@ -3,7 +3,6 @@
  * files are set aside, never executed, never escape the folder; a device whose marker was overwritten
  * still goes home; endpoints whose netns vanished are released without any DEL.
  */
-import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   existsSync,
@@ -21,10 +20,8 @@ import { useNodeWithDevices } from '../fixtures/device';
 import { addMacvlan, linkNames, links } from '../fixtures/kernel';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
+import { queueEntryName } from '../fixtures/queue';
 import { runShim } from '../fixtures/shim';
-
-const entryName = (network: string, containerId: string, ifName: string) =>
-  `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
 
 async function waitFor(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -43,7 +40,7 @@ test('a queued DEL applied after a re-ADD of the same container and ifName leave
   expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
   await ferryd.kill('SIGKILL');
   expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
-  const name = entryName('ferry', call.containerId, 'eth0');
+  const name = queueEntryName('ferry', call.containerId, 'eth0');
   const saved = join(ferryd.dir, 'saved-entry.json');
   copyFileSync(join(ferryd.deleteQueue, name), saved);
   await ferryd.start();
@@ -74,8 +71,8 @@ test('hostile and broken queue files are set aside, never executed, never follow
     'not-ours.json': '{}',
     '.hidden': 'x',
     'x;rm -rf --no-preserve-root.json': '{}',
-    [entryName('a', 'b', 'c')]: 'this is not JSON',
-    [entryName('d', 'e', 'f')]: JSON.stringify({
+    [queueEntryName('a', 'b', 'c')]: 'this is not JSON',
+    [queueEntryName('d', 'e', 'f')]: JSON.stringify({
       version: 1,
       network: 'ferry',
       containerId: '../../etc',
@@ -83,11 +80,11 @@ test('hostile and broken queue files are set aside, never executed, never follow
       netns: '',
       queuedAt: new Date().toISOString(),
     }),
-    [entryName('g', 'h', 'i')]: JSON.stringify({ version: 1, network: 'ferry', containerId: victim.containerId }),
+    [queueEntryName('g', 'h', 'i')]: JSON.stringify({ version: 1, network: 'ferry', containerId: victim.containerId }),
   };
   for (const [name, content] of Object.entries(hostile)) writeFileSync(join(q, name), content);
-  symlinkSync(outside, join(q, entryName('j', 'k', 'l')));
-  mkdirSync(join(q, entryName('m', 'n', 'o')));
+  symlinkSync(outside, join(q, queueEntryName('j', 'k', 'l')));
+  mkdirSync(join(q, queueEntryName('m', 'n', 'o')));
   const expected = Object.keys(hostile).length + 2;
 
   await waitFor(
@@ -102,10 +99,10 @@ test('hostile and broken queue files are set aside, never executed, never follow
   expect(status.failed).toHaveLength(expected);
   const reasons = Object.fromEntries(status.failed.map((f) => [f.originalName, f.reason]));
   expect(reasons['not-ours.json']).toBe('unexpected file name: not written by ferry-cni');
-  expect(reasons[entryName('a', 'b', 'c')]).toMatch(/^not JSON: /);
-  expect(reasons[entryName('d', 'e', 'f')]).toMatch(/^invalid entry: containerId: must match/);
-  expect(reasons[entryName('g', 'h', 'i')]).toMatch(/^invalid entry: /);
-  expect(reasons[entryName('j', 'k', 'l')]).toBe('not a regular file');
+  expect(reasons[queueEntryName('a', 'b', 'c')]).toMatch(/^not JSON: /);
+  expect(reasons[queueEntryName('d', 'e', 'f')]).toMatch(/^invalid entry: containerId: must match/);
+  expect(reasons[queueEntryName('g', 'h', 'i')]).toMatch(/^invalid entry: /);
+  expect(reasons[queueEntryName('j', 'k', 'l')]).toBe('not a regular file');
   expect(readFileSync(outside, 'utf8')).toBe('must stay');
   expect(readdirSync(join(q, 'failed')).every((f) => /^[0-9a-f]{64}(\.reason\.json)?$/.test(f))).toBe(true);
   // Nothing was executed: the victim's endpoint is untouched.

@@ -1,5 +1,5 @@
 /** ferryctl against a live ferryd: tables, --json, doctor on a healthy and on a corrupted store. */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
@@ -8,6 +8,7 @@ import { useNodeWithDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
+import { queueEntry, queueReport, writeQueueEntry } from '../fixtures/queue';
 import { runShim } from '../fixtures/shim';
 
 test('endpoints, ipam and doctor; doctor reports a store broken behind ferryd', async (t) => {
@@ -128,4 +129,34 @@ test('doctor catches a delegated device on the node while a live pod is recorded
   const r = await ferryctl(ferryd, 'doctor');
   expect(r.exitCode).toBe(1);
   expect(r.stdout).toMatch(/device-misplaced\s+02:fe:00:00:cc:02\s+assigned to .*\/net1 but on the node/);
+});
+
+test('queue retry: an entry set aside as invalid, fixed by the operator, is put back and applied', async (t) => {
+  // The reconciler is an hour away: `ferryctl reconcile` drains when the test says so.
+  const { ferryd } = await useNode(t, { reconcile: { intervalSec: 3600 } });
+  const attachment = { containerId: newContainerId(), ifName: 'eth0' };
+  const a = await ferryd.request('POST', '/v1/allocations', {
+    network: 'ferry',
+    ...attachment,
+    netns: '/proc/self/ns/net',
+  });
+  expect(a.status, a.body).toBe(200);
+  writeQueueEntry(ferryd.deleteQueue, attachment, { queuedAt: 'yesterday' });
+  expect((await ferryctl(ferryd, 'reconcile')).exitCode).toBe(0);
+  const { failed } = await queueReport(ferryd);
+  expect(failed.map((f) => f.reason)).toEqual([expect.stringMatching(/^invalid entry: queuedAt: /)]);
+  const file = failed[0]?.file ?? '';
+  expect((await ferryd.request('GET', `/v1/endpoints/${attachment.containerId}`)).status).toBe(200);
+
+  // What the runbook says: read the reason, fix the cause (here the entry itself), put it back.
+  const setAside = join(ferryd.deleteQueue, 'failed', file);
+  writeFileSync(setAside, JSON.stringify(queueEntry(attachment)));
+  const retry = await ferryctl(ferryd, 'queue', 'retry', file);
+  expect(retry.exitCode, retry.stderr).toBe(0);
+  expect(retry.stdout).toMatch(/, 0 set aside$/m);
+  expect(existsSync(setAside)).toBe(false);
+  expect((await ferryctl(ferryd, 'reconcile')).exitCode).toBe(0);
+  expect((await ferryd.request('GET', `/v1/endpoints/${attachment.containerId}`)).status).toBe(404);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+  expect(await queueReport(ferryd)).toMatchObject({ pending: [], failed: [] });
 });

@@ -1,9 +1,11 @@
 /** STATUS and GC (CNI 1.1) against a live ferryd. */
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import type { Ferryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
-import { inNetns, useNetns } from '../fixtures/netns';
+import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
+import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
 
 test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full or ferryd is gone', async (t) => {
@@ -43,19 +45,22 @@ test('STATUS: 0 when ready, 51 when forwarding is off, 50 when the pool is full 
   expect((await status()).json).toMatchObject({ code: 50, msg: expect.stringContaining('is unreachable') });
 });
 
+/** A pod ADDed through the shim. */
+async function addPod(t: Scope, node: TestNetns, ferryd: Ferryd) {
+  const call = {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: await useNetns(t, 'pod'),
+    conf: netConf(ferryd),
+  };
+  expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+  return call;
+}
+
 test('GC releases every attachment not listed valid and deletes its host veth; both attachment keys work', async (t) => {
   const { node, ferryd } = await useNode(t);
   const calls = [];
-  for (let i = 0; i < 3; i++) {
-    const call = {
-      containerId: newContainerId(),
-      ifName: 'eth0',
-      netns: await useNetns(t, 'pod'),
-      conf: netConf(ferryd),
-    };
-    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
-    calls.push(call);
-  }
+  for (let i = 0; i < 3; i++) calls.push(await addPod(t, node, ferryd));
   const [keep, stale1, stale2] = calls;
   const gc1 = await runShim(node, 'GC', {
     conf: netConf(ferryd, {
@@ -76,4 +81,19 @@ test('GC releases every attachment not listed valid and deletes its host veth; b
   expect(await ferryd.assignedAddresses()).toHaveLength(2);
   const eps = (await ferryd.request('GET', '/v1/operator/endpoints')).json as { endpoints: { containerId: string }[] };
   expect(eps.endpoints.map((e) => e.containerId)).toEqual([keep?.containerId]);
+});
+
+test('GC with ferryd down fails with 11, so the runtime tries again, and removes nothing', async (t) => {
+  const { node, ferryd } = await useNode(t);
+  const call = await addPod(t, node, ferryd);
+  await ferryd.kill('SIGKILL');
+  const gc = await runShim(node, 'GC', { conf: netConf(ferryd, { 'cni.dev/valid-attachments': [] }) });
+  expect(gc.exitCode).toBe(1);
+  expect(gc.json).toMatchObject({
+    code: 11,
+    msg: expect.stringContaining(`ferryd at ${ferryd.socket} is unreachable`),
+  });
+  expect(await linkNames(node)).toHaveLength(2);
+  await ferryd.start();
+  expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
 });

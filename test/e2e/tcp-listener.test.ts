@@ -14,7 +14,7 @@ test('read token may read, admin token may change state, no token gets 401, and 
   // The node namespace's own loopback: the listener is reachable only from inside it, and no other
   // test shares it, so a fixed port is safe.
   const port = 9470;
-  const { node } = await useNode(t, {
+  const { node, ferryd } = await useNode(t, {
     tcp: { host: '127.0.0.1', port, tokenFile: join(dir, 'read'), adminTokenFile: join(dir, 'admin') },
   });
   const ctl = (token: string, ...args: string[]) =>
@@ -38,10 +38,22 @@ test('read token may read, admin token may change state, no token gets 401, and 
   const pools = await ctl('read', 'ipam', '--json');
   expect(pools.exitCode, pools.stderr).toBe(0);
   expect(JSON.parse(pools.stdout).pools[0]).toMatchObject({ network: 'ferry', family: 4 });
-  const denied = await ctl('read', 'endpoints', 'delete', 'abc');
+  // An endpoint that exists: the read token may not force-delete it, the admin token may.
+  const a = await ferryd.request('POST', '/v1/allocations', {
+    network: 'ferry',
+    containerId: 'victim',
+    ifName: 'eth0',
+    netns: '/proc/self/ns/net',
+  });
+  expect(a.status, a.body).toBe(200);
+  const denied = await ctl('read', 'endpoints', 'delete', 'victim');
   expect(denied.exitCode).toBe(1);
   expect(denied.stderr).toContain('DELETE needs the admin token');
-  expect((await ctl('admin', 'endpoints', 'delete', 'abc')).exitCode).toBe(0);
+  expect((await ferryd.request('GET', '/v1/endpoints/victim')).status).toBe(200);
+  const forced = await ctl('admin', 'endpoints', 'delete', 'victim');
+  expect(forced.exitCode, forced.stderr).toBe(0);
+  expect((await ferryd.request('GET', '/v1/endpoints/victim')).status).toBe(404);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
   expect((await curl('/v1/operator/pools')).stdout).toBe('401');
   expect((await curl('/v1/allocations', 'POST')).stdout).toBe('404');
   expect((await curl('/healthz')).stdout).toBe('200');

@@ -56,12 +56,15 @@ test('getEndpoint maps EndpointNotFound to undefined', async () => {
   expect(await c.getEndpoint('x')).toBeUndefined();
 });
 
-test('waitReady gives up after its budget with code 11', async () => {
-  const c = client(() => ({ status: 503, body: JSON.stringify({ ready: false, phase: 'starting' }) }));
-  const started = Date.now();
+test('waitReady asks again until its budget is spent, then gives up with code 11', async () => {
+  let asked = 0;
+  const c = client(() => {
+    asked++;
+    return { status: 503, body: JSON.stringify({ ready: false, phase: 'starting' }) };
+  });
   await expect(c.waitReady(250)).rejects.toMatchObject({
     code: Code.TryAgainLater,
     message: expect.stringContaining('ferryd is starting'),
   });
-  expect(Date.now() - started).toBeLessThan(2000);
+  expect(asked).toBeGreaterThan(1);
 });

@@ -68,17 +68,15 @@ test('config errors come after env errors and carry the declared version', async
   });
 });
 
-test('DEL with ferryd unreachable queues the intent durably and exits 0 within its budget', async () => {
+test('DEL with ferryd unreachable queues the intent durably and exits 0', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-  const started = Date.now();
   const r = await run(
     { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0', CNI_ARGS: 'IgnoreUnknown=1;K8S_POD_NAME=web-0' },
     conf({ daemonSocket: '/nonexistent/ferryd.sock', deleteQueue: dir, daemonTimeouts: { delWaitMs: 300 } }),
   );
   expect(r.code).toBe(0);
   expect(r.out).toEqual([]);
-  expect(Date.now() - started).toBeLessThan(5000);
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
   expect(files).toHaveLength(1);
   const entry = QueueEntrySchema.parse(JSON.parse(readFileSync(join(dir, files[0] as string), 'utf8')));

@@ -53,7 +53,7 @@ export async function cmdInstall(ctx: Context): Promise<number> {
   const cni = shim && binDir && conflistPath && confDir ? readCniFiles(shim, conflistPath) : undefined;
   let rendered: string | undefined;
   if (template && out) {
-    const text = readFileSync(template, 'utf8');
+    const text = onFile(`read the ferryd config template ${template}`, () => readFileSync(template, 'utf8'));
     const node = str('node');
     if (!node && PLACEHOLDER.test(text)) {
       return ctx.usage('the ferryd config template names {{POD_CIDR_V4/6}}: --node is needed');
@@ -66,16 +66,13 @@ export async function cmdInstall(ctx: Context): Promise<number> {
   }
 
   if (cni && binDir && conflistPath && confDir) {
-    mkdirSync(binDir, { recursive: true });
-    writeFileAtomically(binDir, 'ferry-cni', cni.shimBytes, { mode: 0o755 });
+    installFile(binDir, 'ferry-cni', cni.shimBytes, 0o755);
     ctx.print(`installed ${binDir}/ferry-cni`);
-    mkdirSync(confDir, { recursive: true });
-    writeFileAtomically(confDir, basename(conflistPath), cni.conflistText, { mode: 0o644 });
+    installFile(confDir, basename(conflistPath), cni.conflistText, 0o644);
     ctx.print(`installed ${confDir}/${basename(conflistPath)}`);
   }
   if (rendered !== undefined && out) {
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileAtomically(dirname(out), basename(out), rendered, { mode: 0o600 });
+    installFile(dirname(out), basename(out), rendered, 0o600);
     ctx.print(`rendered ${out}`);
   }
   return 0;
@@ -83,7 +80,7 @@ export async function cmdInstall(ctx: Context): Promise<number> {
 
 /** The shim's bytes and the conflist's text, once the conflist is known to be a Ferry one. */
 function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; conflistText: string } {
-  const conflistText = readFileSync(conflistPath, 'utf8');
+  const conflistText = onFile(`read the conflist ${conflistPath}`, () => readFileSync(conflistPath, 'utf8'));
   const conflist = parseAs(
     ConflistSchema,
     parseJson(conflistText, conflistPath),
@@ -98,7 +95,25 @@ function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; 
     Code.InvalidConfig,
     `conflist ${conflistPath}: ferry-cni`,
   );
-  return { shimBytes: readFileSync(shim), conflistText };
+  return { shimBytes: onFile(`read the shim ${shim}`, () => readFileSync(shim)), conflistText };
+}
+
+function installFile(dir: string, name: string, content: string | Buffer, mode: number): void {
+  onFile(`write ${dir}/${name}`, () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileAtomically(dir, name, content, { mode });
+  });
+}
+
+/** A file system failure (ENOENT, EACCES, ENOSPC…) as code 5, naming what was being done: no stack trace. */
+function onFile<T>(what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === undefined) throw err;
+    throw new CniError(Code.IoFailure, `${what}: ${e.code}`, '', { cause: err });
+  }
 }
 
 const PLACEHOLDER = /\{\{POD_CIDR_V[46]\}\}/;
