@@ -11,9 +11,9 @@ export const MANIFEST = join('dist', 'build-manifest.json');
 
 /** Each build and the files it leaves in dist/ (relative to the repository root). */
 export const OUTPUTS = {
-  ferryd: ['dist/bin/ferryd', 'dist/lib/ferryd.mjs', 'dist/lib/better_sqlite3.node', 'dist/lib/fs_ext.node'],
+  ferryd: ['dist/bin/ferryd', 'dist/lib/ferryd.mjs', 'dist/lib/better_sqlite3.node'],
   ferryctl: ['dist/bin/ferryctl', 'dist/lib/ferryctl.mjs'],
-  'ferry-cni': ['dist/bin/ferry-cni', 'dist/lib/ferry-cni-node.mjs', 'dist/lib/fs_ext.node'],
+  'ferry-cni': ['dist/bin/ferry-cni', 'dist/lib/ferry-cni-node.mjs'],
 };
 
 /** The files a build reads: every package's sources (not its tests) and manifests, the lockfile, this script. */
