@@ -35,12 +35,15 @@ interface CriNode {
 }
 
 async function useCriNode(t: Scope): Promise<CriNode> {
-  const { node, ferryd } = await useNodeWithDevices(t, DEVICES, { cooldownSec: 30 });
+  // Released addresses stay PendingRelease for the whole test, so the end can check they are the pods' own.
+  const { node, ferryd } = await useNodeWithDevices(t, DEVICES, { cooldownSec: 3600 });
   const containerd = await useContainerd(t, {
     node,
     conflist: ferryConflist(ferryd),
     handlers: { [FRONTEND]: ferryConflist(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } }) },
   });
+  const version = await containerd.cri.version();
+  expect([version.runtimeName, version.runtimeApiVersion], 'the CRI is runtime.v1').toEqual(['containerd', 'v1']);
   return { node, ferryd, containerd, baseline: await linkNames(node) };
 }
 
