@@ -8,17 +8,25 @@
  * (released addresses cooling down are fine: they are checked to be the pods' own), queued DELs, devices
  * away from home.
  */
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { AddressListSchema, EndpointListSchema } from '@ferry/shared-types/api/operator';
 import { describe, expect, test } from 'vitest';
 import { ferryConflist } from '../fixtures/conf';
 import { type Containerd, useContainerd } from '../fixtures/containerd';
+import {
+  mountsUnder,
+  podCgroups,
+  processesNaming,
+  removeContainerdLeftovers,
+  shimSocket,
+} from '../fixtures/containerd-leftovers';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
 import { addresses, link, linkNames } from '../fixtures/kernel';
 import type { TestNetns } from '../fixtures/netns';
-import type { Scope } from '../fixtures/scope';
+import { useNode } from '../fixtures/node';
+import { manualScope, type Scope } from '../fixtures/scope';
 
 const DEVICES: TestDevice[] = [
   { name: 'eth3', mac: '02:fe:00:00:cc:01' },
@@ -180,4 +188,38 @@ test('ferryd killed while 3 pods (1 with a delegated NIC) are torn down: every c
 
   await c.ferryd.start();
   await expectNothingLeft(c, pods);
+});
+
+/*
+ * A run killed mid-test leaves containerd's shims and pause processes running (they outlive containerd by
+ * design), with mounts, cgroups and shim sockets: what global-setup's sweep removes, one containerd dir at
+ * a time, and what this test checks it does.
+ */
+test('containerd SIGKILLed with pods running: the leftover sweep ends its shims and pods, unmounts, removes cgroups and sockets', async (t) => {
+  const { node, ferryd } = await useNode(t);
+  // The fixture's own clean-up is not what is tested: it runs after the checks.
+  const scope = manualScope();
+  t.onTestFinished(() => scope.runCleanups());
+  const c = await useContainerd(scope, { node, conflist: ferryConflist(ferryd) });
+  const ids = await Promise.all(['a', 'b'].map((name) => c.cri.runPodSandbox(c.podConfig(name))));
+  const sockets = ids.map((id) => shimSocket(c, id));
+  expect(processesNaming(c.dir).length, 'containerd and a shim per pod').toBeGreaterThanOrEqual(1 + ids.length);
+  expect(mountsUnder(c.dir).length, 'rootfs, shm and netns per pod').toBeGreaterThanOrEqual(3 * ids.length);
+  expect(podCgroups(c).length, 'the pods run in cgroups under the parent').toBeGreaterThan(ids.length);
+  expect(
+    sockets.filter((s) => existsSync(s)),
+    'the shims listen where containerd 1.6 puts them',
+  ).toEqual(sockets);
+
+  if (!c.pid) throw new Error('containerd has no PID');
+  process.kill(c.pid, 'SIGKILL');
+  await removeContainerdLeftovers(c.dir);
+
+  expect(processesNaming(c.dir), 'processes').toEqual([]);
+  expect(mountsUnder(c.dir), 'mounts').toEqual([]);
+  expect(podCgroups(c), 'cgroups').toEqual([]);
+  expect(
+    sockets.filter((s) => existsSync(s)),
+    'shim sockets',
+  ).toEqual([]);
 });
