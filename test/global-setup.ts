@@ -2,12 +2,14 @@
  * Before the e2e suite: the build must be this checkout's, whole and current (the suite runs dist/,
  * never sources: scripts/build-manifest.mjs says what that means), and whatever a
  * killed earlier run left behind is removed: its ferry-t-* namespaces, the processes it started
- * (ended by the PIDs it recorded), its temp dirs. After the suite: the same sweep for this run.
+ * (ended by the PIDs it recorded), what its containerd left (shims, mounts, cgroups), its temp dirs.
+ * After the suite: the same sweep for this run.
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { buildProblems } from '../scripts/build-manifest.mjs';
+import { sweepContainerdLeftovers } from './fixtures/containerd-leftovers';
 import { PID_DIR, PREFIX, ROOT } from './fixtures/paths';
 
 async function sweep(): Promise<void> {
@@ -30,6 +32,8 @@ async function sweep(): Promise<void> {
       rmSync(join(PID_DIR, pid), { force: true });
     }
   }
+  // containerd's shims and pause processes, mounts and cgroups outlive it: before its dir goes.
+  await sweepContainerdLeftovers('/tmp', PREFIX);
   const list = await execa('ip', ['-j', 'netns', 'list'], { reject: false });
   const names: { name: string }[] = list.stdout.trim() ? JSON.parse(list.stdout) : [];
   for (const { name } of names) {

@@ -3,28 +3,15 @@
  * conflist. Connectivity is checked inside the test namespaces, and nothing is left after --rm.
  */
 import { expect, test } from 'vitest';
+import { ferryConflist } from '../fixtures/conf';
 import { useNodeWithDevices } from '../fixtures/device';
 import { link, linkNames } from '../fixtures/kernel';
 import { NODE_IPV4, useNode } from '../fixtures/node';
 import { IMAGE, usePodman } from '../fixtures/podman';
 
-const conflist = (socket: string, dir: string, extra: Record<string, unknown> = {}) => ({
-  cniVersion: '1.0.0',
-  name: 'ferry',
-  plugins: [
-    {
-      type: 'ferry-cni',
-      daemonSocket: socket,
-      logFile: `${dir}/cni.log`,
-      deleteQueue: `${dir}/lib/delete-queue`,
-      ...extra,
-    },
-  ],
-});
-
 test('podman run --rm on a Ferry network: an address from ferryd, the node and a second container reachable, nothing left', async (t) => {
   const { node, ferryd } = await useNode(t);
-  const podman = await usePodman(t, node, conflist(ferryd.socket, ferryd.dir));
+  const podman = await usePodman(t, node, ferryConflist(ferryd));
 
   const server = await podman.run(
     'run',
@@ -68,11 +55,7 @@ test('podman run --rm on a Ferry network: an address from ferryd, the node and a
 test('podman run --rm with a delegated NIC: the container gets net1, the device comes home', async (t) => {
   const mac = '02:fe:00:00:bb:01';
   const { node, ferryd } = await useNodeWithDevices(t, [{ name: 'eth3', mac }]);
-  const podman = await usePodman(
-    t,
-    node,
-    conflist(ferryd.socket, ferryd.dir, { delegatedNICs: { group: 'frontend', count: 1 } }),
-  );
+  const podman = await usePodman(t, node, ferryConflist(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } }));
 
   const r = await podman.run(
     'run',
