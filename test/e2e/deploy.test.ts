@@ -116,10 +116,15 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and 
   const cm = manifests().find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
   const conflist = JSON.parse(cm.data['10-ferry.conflist'] ?? '') as {
     cniVersion: string;
+    cniVersions?: string[];
     name: string;
     plugins: Record<string, unknown>[];
   };
   const ferry = conflist.plugins.find((p) => p.type === 'ferry-cni');
+  // containerd 1.6 and 1.7 (libcni 1.1) refuse a 1.1.0 list; runtimes with a newer libcni take the highest
+  // version in cniVersions, which brings STATUS and GC.
+  expect(conflist.cniVersion).toBe('1.0.0');
+  expect(conflist.cniVersions).toEqual(['1.0.0', '1.1.0']);
   expect(NetConfSchema.safeParse({ ...ferry, cniVersion: conflist.cniVersion, name: conflist.name }).success).toBe(
     true,
   );
