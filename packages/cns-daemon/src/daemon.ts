@@ -48,6 +48,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     });
     // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
     // drains), the drainer finishes its pass, and only then the store closes.
+    cleanups.unshift(() => deps.storage.stop());
     cleanups.unshift(() => drainer.stop());
     cleanups.unshift(() => reconciler.stop());
     // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
