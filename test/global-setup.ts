@@ -1,7 +1,8 @@
 /**
  * Before the e2e suite: the build must exist (the suite runs dist/bin, never sources), and whatever a
  * killed earlier run left behind is removed: its ferry-t-* namespaces, the processes it started
- * (ended by the PIDs it recorded), its temp dirs. After the suite: the same sweep for this run.
+ * (ended by the PIDs it recorded), the tmpfs mounts in its temp dirs, its temp dirs. After the suite:
+ * the same sweep for this run.
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +33,11 @@ async function sweep(): Promise<void> {
   const names: { name: string }[] = list.stdout.trim() ? JSON.parse(list.stdout) : [];
   for (const { name } of names) {
     if (name.startsWith(PREFIX)) await execa('ip', ['netns', 'del', name], { reject: false });
+  }
+  // A killed run may have left a tmpfs mounted in its temp dir (fixtures/tmpfs.ts): unmount only those.
+  for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+    const mountPoint = line.split(' ')[1];
+    if (mountPoint?.startsWith(`/tmp/${PREFIX}`)) await execa('umount', ['--lazy', mountPoint], { reject: false });
   }
   for (const entry of readdirSync('/tmp')) {
     if (entry.startsWith(PREFIX) && entry !== `${PREFIX}pids`)
