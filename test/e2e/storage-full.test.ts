@@ -101,6 +101,12 @@ test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is 
   expect(pendingEntries(ferryd.deleteQueue)).toHaveLength(1);
   expect(await storageErrors(ferryd, 'release', 'full')).toBeGreaterThanOrEqual(1);
   expect((await ferryd.request('GET', `/v1/endpoints/${live.containerId}`)).status).toBe(200);
+  // ferryd tries the entry at once (it watches the queue): it waits for the disk, and says why.
+  await waitFor('ferryd to try the queued DEL', async () => {
+    const q = (await ferryd.request('GET', '/v1/operator/queue')).json as { pending: { lastError?: string }[] };
+    return q.pending[0]?.lastError?.includes('(SQLITE_FULL)') ?? false;
+  });
+  expect(await storageErrors(ferryd, 'drain', 'full')).toBeGreaterThanOrEqual(1);
 
   dbDisk.free();
   await waitFor('ready again', async () => (await ferryd.request('GET', '/readyz')).status === 200);

@@ -216,8 +216,13 @@ export class Drainer {
       );
       return outcome === 'stale' ? 'stale' : 'applied';
     } catch (err) {
-      // Not the entry's fault: it stays, and the next pass after the storage probe succeeds applies it.
-      if (this.#d.storage.errorOf(err, 'drain')) return 'waiting';
+      // Not the entry's fault: it stays, uncounted and with no backoff (`ferryctl queue` shows why), and
+      // the pass that follows a successful storage probe applies it.
+      const storageErr = this.#d.storage.errorOf(err, 'drain');
+      if (storageErr) {
+        this.#attempts.set(name, { n: attempt?.n ?? 0, nextAt: this.#d.now(), lastError: storageErr.message });
+        return 'waiting';
+      }
       const n = (attempt?.n ?? 0) + 1;
       const lastError = (err as Error).message;
       if (n >= MAX_ATTEMPTS) {

@@ -185,6 +185,13 @@ test('a queued DEL that fails for storage waits (never set aside), and is applie
   }
   expect(readdirSync(h.config.deleteQueue)).toContain(entry);
   expect(drainer.status().failed).toEqual([]);
+  expect(drainer.status().pending).toEqual([
+    expect.objectContaining({
+      file: entry,
+      attempts: 0,
+      lastError: expect.stringMatching(/^drain: ferryd cannot write its database .*\(SQLITE_READONLY\)$/),
+    }),
+  ]);
   expect(storage.failing).toMatchObject({ operation: 'drain', cause: 'read-only', code: 'SQLITE_READONLY' });
 
   h.db.pragma('query_only = OFF');
