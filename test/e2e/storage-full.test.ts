@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { type TestNetns, useNetns } from '../fixtures/netns';
@@ -92,6 +93,10 @@ test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is 
     ),
   });
   expect((await ferryd.request('GET', '/healthz')).status).toBe(200);
+  // What the DaemonSet's readiness probe shows.
+  const probe = await ferryctl(ferryd, 'health', '--ready');
+  expect(probe.exitCode).toBe(1);
+  expect(probe.stderr).toContain(`ferryd cannot write its database ${ferryd.database}`);
   expect(await storageErrors(ferryd, 'allocate', 'full')).toBeGreaterThanOrEqual(1);
 
   // The queue is on another filesystem, still writable: the DEL that ferryd cannot store is queued.
