@@ -92,6 +92,10 @@ test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is 
       new RegExp(`^storage failing since .*: ferryd cannot write its database ${ferryd.database}: .*SQLITE_FULL`),
     ),
   });
+  // CNI STATUS: the network is not available, for that reason.
+  const status = await runShim(node, 'STATUS', { conf: netConf(ferryd) });
+  const { reason } = ready.json as { reason: string };
+  expect(status.json).toMatchObject({ code: 50, msg: `network "ferry" is not available: ${reason}` });
   expect((await ferryd.request('GET', '/healthz')).status).toBe(200);
   // What the DaemonSet's readiness probe shows.
   const probe = await ferryctl(ferryd, 'health', '--ready');
@@ -166,4 +170,33 @@ describe.for(['full', 'read-only'] as const)('database full and delete queue %s'
     expect(await ferryd.assignedAddresses()).toEqual([]);
     await expectIntegrity(ferryd);
   });
+});
+
+test('ferryd restarted on the full disk starts not ready, saying why, and recovers once space is back', async (t) => {
+  const dbDisk = await useTmpfs(t, 'db', 4096);
+  const queueDisk = await useTmpfs(t, 'queue', 1024);
+  const { node, ferryd } = await useNode(t, {
+    database: join(dbDisk.dir, 'ferry.db'),
+    deleteQueue: join(queueDisk.dir, 'delete-queue'),
+  });
+  const live = await podCall(t, ferryd);
+  expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+  dbDisk.fill();
+  expect((await runShim(node, 'DEL', live)).exitCode).toBe(0);
+  expect(pendingEntries(ferryd.deleteQueue)).toHaveLength(1);
+
+  // A crash (or an impatient operator) while the disk is full: start-up drains the queue and cannot write.
+  await ferryd.kill('SIGKILL');
+  await ferryd.start({ untilAlive: true });
+  const ready = await ferryd.request('GET', '/readyz');
+  expect(ready.status).toBe(503);
+  expect((ready.json as { reason: string }).reason).toMatch(
+    new RegExp(`: drain: ferryd cannot write its database ${ferryd.database}: .*\\(SQLITE_FULL\\)$`),
+  );
+
+  dbDisk.free();
+  await waitFor('ready again', async () => (await ferryd.request('GET', '/readyz')).status === 200);
+  await waitFor('the queued DEL applied', async () => pendingEntries(ferryd.deleteQueue).length === 0);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+  await expectIntegrity(ferryd);
 });
