@@ -153,6 +153,26 @@ test('through the app: ADD answers 503/StorageFailure, /readyz and /v1/status sa
   expect(h.db.pragma('integrity_check', { simple: true })).toBe('ok');
 });
 
+test('GC stops at a storage failure and answers it (115) instead of listing it per attachment', async (t) => {
+  const h = await useApp(t);
+  for (const id of ['g1', 'g2']) {
+    const r = await h.app.inject({
+      method: 'POST',
+      url: '/v1/allocations',
+      payload: { network: 'ferry', containerId: id, ifName: 'eth0', netns: '/proc/self/ns/net' },
+    });
+    expect(r.statusCode).toBe(200);
+  }
+  h.db.pragma('query_only = ON');
+  const gc = await h.app.inject({ method: 'POST', url: '/v1/gc', payload: { network: 'ferry', validAttachments: [] } });
+  expect(gc.statusCode).toBe(503);
+  expect(gc.json()).toMatchObject({
+    code: Code.StorageFailure,
+    msg: `gc: ferryd cannot write its database ${h.config.database}: the filesystem is read-only (SQLITE_READONLY)`,
+  });
+  h.db.pragma('query_only = OFF');
+});
+
 test('a queued DEL that fails for storage waits (never set aside), and is applied once storage is back', async (t) => {
   const h = await useApp(t);
   const ok = await h.app.inject({
