@@ -22,18 +22,10 @@ import { addMacvlan, linkNames, links } from '../fixtures/kernel';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
+import { waitFor } from '../fixtures/wait';
 
 const entryName = (network: string, containerId: string, ifName: string) =>
   `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
-
-async function waitFor(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 test('a queued DEL applied after a re-ADD of the same container and ifName leaves the new endpoint alone', async (t) => {
   const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });

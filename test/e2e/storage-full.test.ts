@@ -17,17 +17,9 @@ import { useNode } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 import { useTmpfs } from '../fixtures/tmpfs';
+import { waitFor } from '../fixtures/wait';
 
 const CODE_TRY_AGAIN_LATER = 11;
-
-async function waitFor(what: string, cond: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const pendingEntries = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.json'));
 
