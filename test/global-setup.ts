@@ -2,8 +2,8 @@
  * Before the e2e suite: the build must be this checkout's, whole and current (the suite runs dist/,
  * never sources: scripts/build-manifest.mjs says what that means), and whatever a
  * killed earlier run left behind is removed: its ferry-t-* namespaces, the processes it started
- * (ended by the PIDs it recorded), what its containerd left (shims, mounts, cgroups), its temp dirs.
- * After the suite: the same sweep for this run.
+ * (ended by the PIDs it recorded), what its containerd left (shims, mounts, cgroups), the tmpfs mounts in
+ * its temp dirs, its temp dirs. After the suite: the same sweep for this run.
  */
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,6 +38,11 @@ async function sweep(): Promise<void> {
   const names: { name: string }[] = list.stdout.trim() ? JSON.parse(list.stdout) : [];
   for (const { name } of names) {
     if (name.startsWith(PREFIX)) await execa('ip', ['netns', 'del', name], { reject: false });
+  }
+  // A killed run may have left a tmpfs mounted in its temp dir (fixtures/tmpfs.ts): unmount only those.
+  for (const line of readFileSync('/proc/self/mounts', 'utf8').split('\n')) {
+    const mountPoint = line.split(' ')[1];
+    if (mountPoint?.startsWith(`/tmp/${PREFIX}`)) await execa('umount', ['--lazy', mountPoint], { reject: false });
   }
   for (const entry of readdirSync('/tmp')) {
     if (entry.startsWith(PREFIX) && entry !== `${PREFIX}pids`)

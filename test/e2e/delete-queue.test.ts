@@ -22,15 +22,7 @@ import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { queueEntryName } from '../fixtures/queue';
 import { runShim } from '../fixtures/shim';
-
-async function waitFor(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await cond()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { waitFor } from '../fixtures/wait';
 
 test('a queued DEL applied after a re-ADD of the same container and ifName leaves the new endpoint alone', async (t) => {
   const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });

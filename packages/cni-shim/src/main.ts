@@ -102,7 +102,7 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   } catch (err) {
     const cniErr =
       err instanceof CniError
-        ? err
+        ? forRuntime(err)
         : new CniError(Code.Internal, `internal error: ${(err as Error)?.message ?? String(err)}`);
     log.error(
       { err, code: cniErr.code, cmd: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifName: env.CNI_IFNAME },
@@ -111,6 +111,12 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
     io.print(JSON.stringify(toErrorBody(cniErr, version)));
     return 1;
   }
+}
+
+/** ferryd's storage failure is transient for the runtime: CNI's 11 (try again later), ferryd's words. */
+function forRuntime(err: CniError): CniError {
+  if (err.code !== Code.StorageFailure) return err;
+  return new CniError(Code.TryAgainLater, err.message, err.details, { cause: err });
 }
 
 /** stdin read and decoded once, for every later look; a failure is kept for the command to report. */

@@ -216,7 +216,11 @@ test('ADD is refused with code 11 until ferryd is ready and while it drains; rel
   h.services.deps.lifecycle.markReady();
   await allocate(h, 'c1');
   h.services.deps.lifecycle.markDraining();
-  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({ ready: false, phase: 'draining' });
+  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).json()).toEqual({
+    ready: false,
+    phase: 'draining',
+    reason: 'ferryd is draining',
+  });
   const rel = await h.app.inject({ method: 'DELETE', url: '/v1/endpoints/c1?network=ferry&ifName=eth0' });
   expect(rel.statusCode).toBe(200);
   expect(rel.json().released).toHaveLength(1);

@@ -28,7 +28,15 @@ import { healthRoutes } from './routes/health';
 import { operatorRoutes } from './routes/operator/index';
 import { statusRoutes } from './routes/status';
 import { serializerCompilerOf } from './serializer';
+import type { StorageHealth } from './storage/health';
 import type { GroupCommit } from './store/group-commit';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What a route does, in the words of storage errors and the `operation` label of their metric. */
+    operation?: string;
+  }
+}
 
 export interface AppDeps {
   attachments: Attachments;
@@ -37,6 +45,8 @@ export interface AppDeps {
   ipam: Ipam;
   operator: Operator;
   lifecycle: Lifecycle;
+  /** Classifies storage failures (disk full, read-only, I/O) and says whether writes work. */
+  storage: StorageHealth;
   metrics: Metrics;
   log: Logger;
   /** Liveness: throws when the database no longer answers. */
@@ -69,7 +79,9 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompilerOf(opts.checkResponses ?? false));
-  app.setErrorHandler((err: Error, req, reply) => {
+  app.setErrorHandler((thrown: Error, req, reply) => {
+    const operation = req.routeOptions.config.operation ?? `${req.method} ${req.routeOptions.url ?? 'unknown'}`;
+    const err = deps.storage.errorOf(thrown, operation) ?? thrown;
     const body = errorBodyOf(err, req.id, deps.log);
     deps.metrics.errors.inc({ code: String(body.code) });
     return reply.status(statusOf(err, body)).send(body);
@@ -93,7 +105,12 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     transform: jsonSchemaTransform,
   });
 
-  await app.register(healthRoutes, { lifecycle: deps.lifecycle, metrics: deps.metrics, ping: deps.ping });
+  await app.register(healthRoutes, {
+    lifecycle: deps.lifecycle,
+    storage: deps.storage,
+    metrics: deps.metrics,
+    ping: deps.ping,
+  });
   if (opts.surface === 'unix') {
     await app.register(allocationRoutes, {
       attachments: deps.attachments,
@@ -107,7 +124,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       metrics: deps.metrics,
     });
     await app.register(gcRoutes, { attachments: deps.attachments });
-    await app.register(statusRoutes, { lifecycle: deps.lifecycle, operator: deps.operator });
+    await app.register(statusRoutes, { lifecycle: deps.lifecycle, storage: deps.storage, operator: deps.operator });
   }
   await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
   return app;

@@ -48,11 +48,16 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     });
     // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
     // drains), the drainer finishes its pass, and only then the store closes.
+    cleanups.unshift(() => deps.storage.stop());
     cleanups.unshift(() => drainer.stop());
     cleanups.unshift(() => reconciler.stop());
     // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
     await drainer.lockExclusive(QUEUE_LOCK_WAIT_MS);
-    await reconciler.runOnce();
+    // On a full or read-only disk ferryd still starts, not ready and saying why: it can read, answer DELs
+    // (the shim queues them) and probe until the disk is back, where a crash loop would do none of that.
+    await reconciler.runOnce().catch((err: unknown) => {
+      if (!deps.storage.errorOf(err, 'reconcile')) throw err;
+    });
 
     const unixApp = await buildApp(deps, { surface: 'unix' });
     cleanups.unshift(() => unixApp.close());

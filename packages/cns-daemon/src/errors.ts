@@ -31,6 +31,7 @@ const STATUS_BY_NAME = {
   Unauthorized: 401,
   Forbidden: 403,
   NotFound: 404,
+  StorageFailure: 503,
   Internal: 500,
 } as const satisfies Record<keyof typeof Code, number>;
 

@@ -19,6 +19,7 @@ export class Metrics {
   readonly errors: Counter<'code'>;
   readonly allocations: Counter<'network'>;
   readonly releases: Counter<'network'>;
+  readonly storageErrors: Counter<'operation' | 'cause'>;
 
   constructor(sources: MetricSources, opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -46,6 +47,12 @@ export class Metrics {
       name: 'ferry_releases_total',
       help: 'Attachments released',
       labelNames: ['network'],
+      registers,
+    });
+    this.storageErrors = new Counter({
+      name: 'ferry_storage_errors_total',
+      help: 'Writes that failed because the disk is full, read-only or failing, by operation and cause (full, read-only, io)',
+      labelNames: ['operation', 'cause'],
       registers,
     });
     new Gauge({
@@ -113,7 +120,7 @@ export class Metrics {
     for (const r of registers) r.registerMetric(oldest);
     new Gauge({
       name: 'ferry_ready',
-      help: '1 when ferryd serves ADD',
+      help: '1 when ferryd is ready: serving ADD, and its storage writable',
       registers,
       collect() {
         this.set(sources.ready() ? 1 : 0);

@@ -16,9 +16,11 @@ import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
 import { Operator } from './operator';
 import { Drainer } from './queue/drainer';
+import { readinessOf } from './readiness';
 import { Reconciler } from './reconcile/reconciler';
 import { StaleEndpoints } from './reconcile/stale-endpoints';
-import type { Db } from './store/db';
+import { StorageHealth } from './storage/health';
+import { type Db, probeWrite } from './store/db';
 import { DeviceStore } from './store/devices';
 import { EndpointStore } from './store/endpoints';
 import { GroupCommit } from './store/group-commit';
@@ -39,6 +41,15 @@ export interface ServiceOptions {
 
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
   const { log, now } = opts;
+  const storage = new StorageHealth({
+    database: config.database,
+    log,
+    now,
+    probeWrite: () => probeWrite(db),
+    count: (operation, cause) => metrics.storageErrors.inc({ operation, cause }),
+    // Queued DELs that waited for the disk are applied now rather than at the next rescan.
+    onRecovered: () => drainer.drainSoon(),
+  });
   const endpoints = new EndpointStore(db);
   const pools = new PoolStore(db);
   const devices = new DeviceStore(db);
@@ -55,13 +66,14 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   });
   const ip = new Ip(nodeRunner);
   const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
-  const drainer = new Drainer({ dir: config.deleteQueue, attachments, log, now });
+  const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
   const reconciler = new Reconciler({
     ipam,
     inventory,
     drainer,
     stale,
+    storage,
     log,
     now,
     intervalMs: config.reconcile.intervalSec * 1000,
@@ -107,7 +119,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
           applied: drainer.appliedTotal,
         };
       },
-      ready: () => lifecycle.isReady,
+      ready: () => readinessOf(lifecycle, storage).ready,
     },
     { defaultMetrics: opts.defaultMetrics },
   );
@@ -115,7 +127,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, metrics, log, ping },
+    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping },
     reconciler,
     drainer,
   };

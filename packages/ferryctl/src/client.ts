@@ -77,7 +77,8 @@ export class FerrydClient {
     }
     const err = CniErrorSchema.safeParse(doc);
     if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
-    throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${res.statusCode}`);
+    // Not CNI-shaped (a 503 from /readyz, say): the body says why, e.g. which storage is failing.
+    throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${res.statusCode}: ${text.slice(0, 500)}`);
   }
 
   async close(): Promise<void> {

@@ -57,6 +57,12 @@ export const Code = {
   Forbidden: 113,
   /** ferryd: the requested object (route, entry, device) does not exist. */
   NotFound: 114,
+  /**
+   * ferryd could not write its database or a file it keeps (disk full, read-only filesystem, I/O error);
+   * the message names the path and the cause. Transient: ferry-cni reports it to the runtime as 11 (try
+   * again later) with ferryd's message, and queues a DEL instead when the delete queue can be written.
+   */
+  StorageFailure: 115,
   /** Anything unexpected; the cause is in the log with its stack. */
   Internal: 999,
 } as const;

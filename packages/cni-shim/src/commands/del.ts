@@ -5,10 +5,12 @@
  * before anything is released, so the retried DEL still knows where the device is.
  *
  * ferryd unreachable: tried for `delWaitMs` in all, then the DEL is queued (fallback/) and exits 0.
+ * ferryd up but unable to store the release (its disk is full or read-only): queued the same way; when
+ * the queue cannot be written either, code 11 naming both, so the runtime retries.
  */
 import { netnsAt } from '@ferry/net';
 import type { Endpoint } from '@ferry/shared-types/api/endpoints';
-import { CniError } from '@ferry/shared-types/errors';
+import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
 import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
@@ -21,7 +23,8 @@ export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<un
   try {
     await delOnline(args, conf, d, Date.now() + d.delWaitMs);
   } catch (err) {
-    if (!isDaemonDown(err)) throw err;
+    // StorageFailure: ferryd answered but could not write the release (disk full, read-only, I/O error).
+    if (!(err instanceof CniError) || (err.code !== Code.StorageFailure && !isDaemonDown(err))) throw err;
     // Loaded only now: the queue's schemas and file code are no part of a DEL that reaches ferryd.
     const { delWithoutDaemon } = await import('../fallback/del-offline');
     let path: Awaited<ReturnType<typeof delWithoutDaemon>>;
@@ -48,6 +51,16 @@ async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: numbe
 
 /** The fallback's own error, saying also why the fallback was needed. */
 function withCause(err: unknown, unreachable: CniError): unknown {
+  if (unreachable.code === Code.StorageFailure) {
+    // Neither ferryd nor the queue can keep this DEL: transient for the runtime, which retries it.
+    const queueing = err instanceof Error ? err.message : String(err);
+    return new CniError(
+      Code.TryAgainLater,
+      `${unreachable.message}; and the DEL could not be queued either: ${queueing}`,
+      unreachable.details,
+      { cause: err },
+    );
+  }
   if (!(err instanceof CniError)) return err;
   const why = `ferryd was unreachable: ${unreachable.message}`;
   return new CniError(err.code, err.message, err.details ? `${err.details}; ${why}` : why, { cause: err });

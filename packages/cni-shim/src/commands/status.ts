@@ -21,7 +21,10 @@ export async function cmdStatus(_args: CmdArgs, conf: ShimConf, d: Deps): Promis
     throw err;
   }
   if (!status.ready)
-    throw new CniError(Code.NotAvailable, `network "${conf.name}" is not available: ferryd is not ready`);
+    throw new CniError(
+      Code.NotAvailable,
+      `network "${conf.name}" is not available: ${status.reason ?? 'ferryd is not ready'}`,
+    );
   for (const p of status.pools) {
     if (p.free <= 0) {
       throw new CniError(

@@ -1,6 +1,7 @@
 /**
- * DEL when ferryd cannot be reached (DESIGN.md "DEL (daemon down)"): queue the intent durably, clean the
- * pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and nothing is lost.
+ * DEL when ferryd cannot be reached, or cannot store the release (DESIGN.md "DEL (daemon down)"): queue the
+ * intent durably, clean the pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and
+ * nothing is lost.
  */
 import { join } from 'node:path';
 import { DEFAULT_DELETE_QUEUE, DEFAULT_DELETE_QUEUE_LIMIT } from '@ferry/shared-types/config/defaults';
@@ -49,7 +50,7 @@ export async function delWithoutDaemon(
   try {
     if (await d.daemon.isReady(RECHECK_MS)) return 'online';
     const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
-    d.log.warn({ entry: join(dir, name), cause: cause.message }, 'ferryd unreachable: DEL queued for ferryd to apply');
+    d.log.warn({ entry: join(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
     await cleanPodNetns(args.netns, args.ifName, d);
   } finally {

@@ -15,6 +15,7 @@ import { endpointIdOf } from '@ferry/shared-types/nic';
 import { reservationOf } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 import { HOST_VETH_MAC } from '../ipam/pool';
+import { storageFaultOf } from '../storage/fault';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
@@ -192,6 +193,8 @@ export class Attachments {
       try {
         result.removed.push(...this.release(a.container_id, a.network, a.if_name).released);
       } catch (err) {
+        // The disk, not this attachment: every next one would fail the same way, and the route says why.
+        if (storageFaultOf(err)) throw err;
         result.errors.push({ containerId: a.container_id, ifName: a.if_name, msg: (err as Error).message });
       }
     }

@@ -9,7 +9,8 @@
  *   a re-ADD and is left alone.
  * - Files are untrusted input: anything that is not a regular file named like an entry, is too big, is
  *   not JSON, or does not fit the schema is moved aside into failed/ with the reason, never executed.
- *   Entries that fail to apply are retried with backoff and set aside after MAX_ATTEMPTS.
+ *   Entries that fail to apply are retried with backoff and set aside after MAX_ATTEMPTS; those that fail
+ *   because ferryd's storage does wait for it instead (storage/health.ts drains again once it is back).
  */
 import { createHash } from 'node:crypto';
 import {
@@ -41,6 +42,7 @@ import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
+import type { StorageHealth } from '../storage/health';
 
 const MAX_ATTEMPTS = 5;
 /** A shim's temp file this old was abandoned (the shim died between write and rename). */
@@ -54,6 +56,8 @@ const ReasonSchema = z.omit(FailedEntrySchema, { file: true });
 export interface DrainerDeps {
   dir: string;
   attachments: Attachments;
+  /** Entries that fail because the disk does (full, read-only) wait for it, uncounted, never set aside. */
+  storage: StorageHealth;
   log: Logger;
   now: () => number;
 }
@@ -210,6 +214,13 @@ export class Drainer {
       );
       return outcome === 'stale' ? 'stale' : 'applied';
     } catch (err) {
+      // Not the entry's fault: it stays, uncounted and with no backoff (`ferryctl queue` shows why), and
+      // the pass that follows a successful storage probe applies it.
+      const storageErr = this.#d.storage.errorOf(err, 'drain');
+      if (storageErr) {
+        this.#attempts.set(name, { n: attempt?.n ?? 0, nextAt: this.#d.now(), lastError: storageErr.message });
+        return 'waiting';
+      }
       const n = (attempt?.n ?? 0) + 1;
       const lastError = (err as Error).message;
       if (n >= MAX_ATTEMPTS) {

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Inventory } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 import type { Drainer } from '../queue/drainer';
+import type { StorageHealth } from '../storage/health';
 import type { StaleEndpoints } from './stale-endpoints';
 
 export interface ReconcilerDeps {
@@ -16,6 +17,7 @@ export interface ReconcilerDeps {
   inventory: Inventory;
   drainer: Drainer;
   stale: StaleEndpoints;
+  storage: StorageHealth;
   log: Logger;
   now: () => number;
   intervalMs: number;
@@ -45,7 +47,10 @@ export class Reconciler {
    */
   runSoon(): void {
     if (this.#stopped) return;
-    this.runOnce().catch((err: unknown) => this.#d.log.error({ err }, 'reconcile pass failed'));
+    this.runOnce().catch((err: unknown) => {
+      // A storage failure is counted and logged there, and makes ferryd not ready until the disk is back.
+      if (!this.#d.storage.errorOf(err, 'reconcile')) this.#d.log.error({ err }, 'reconcile pass failed');
+    });
   }
 
   start(): void {

@@ -17,6 +17,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/v1/allocations',
     {
+      config: { operation: 'allocate' },
       schema: {
         summary: 'Allocate addresses and the NIC plan for one attachment (idempotent)',
         body: AllocateRequestSchema,

@@ -20,6 +20,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
   app.put(
     '/v1/endpoints/:containerId',
     {
+      config: { operation: 'commit' },
       schema: {
         summary: 'Commit what the shim built for an attachment',
         params: ContainerIdParamsSchema,
@@ -49,6 +50,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
   app.delete(
     '/v1/endpoints/:containerId',
     {
+      config: { operation: 'release' },
       schema: {
         summary: 'Release one attachment: addresses and state in one transaction (unknown = success)',
         params: ContainerIdParamsSchema,

@@ -8,6 +8,7 @@ export const gcRoutes: FastifyPluginAsyncZod<{ attachments: Attachments }> = asy
   app.post(
     '/v1/gc',
     {
+      config: { operation: 'gc' },
       schema: {
         summary: 'Release every attachment of a network that is not in the valid list',
         body: GcRequestSchema,

@@ -2,12 +2,19 @@ import { HealthSchema, ReadinessSchema } from '@ferry/shared-types/api/status';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
+import { readinessOf } from '../readiness';
+import type { StorageHealth } from '../storage/health';
 
-/** /healthz (alive and the database answers), /readyz, /metrics, /openapi.json. No auth anywhere. */
-export const healthRoutes: FastifyPluginAsyncZod<{ lifecycle: Lifecycle; metrics: Metrics; ping(): void }> = async (
-  app,
-  { lifecycle, metrics, ping },
-) => {
+/**
+ * /healthz (alive and the database answers: reads, so a full disk leaves ferryd alive), /readyz,
+ * /metrics, /openapi.json. No auth anywhere.
+ */
+export const healthRoutes: FastifyPluginAsyncZod<{
+  lifecycle: Lifecycle;
+  storage: StorageHealth;
+  metrics: Metrics;
+  ping(): void;
+}> = async (app, { lifecycle, storage, metrics, ping }) => {
   app.get(
     '/healthz',
     { schema: { summary: 'Liveness', response: { 200: HealthSchema, 503: HealthSchema } } },
@@ -25,13 +32,14 @@ export const healthRoutes: FastifyPluginAsyncZod<{ lifecycle: Lifecycle; metrics
     '/readyz',
     {
       schema: {
-        summary: 'Readiness: ready only after start-up reconciliation, and not while draining',
+        summary:
+          'Readiness: ready only after start-up reconciliation, not while draining, not while storage is failing (reason says why)',
         response: { 200: ReadinessSchema, 503: ReadinessSchema },
       },
     },
     async (_req, reply) => {
-      const body = { ready: lifecycle.isReady, phase: lifecycle.phase };
-      return reply.status(lifecycle.isReady ? 200 : 503).send(body);
+      const body = readinessOf(lifecycle, storage);
+      return reply.status(body.ready ? 200 : 503).send(body);
     },
   );
 

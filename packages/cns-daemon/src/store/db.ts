@@ -128,6 +128,18 @@ function migrate(db: Db, path: string): void {
 }
 
 /**
+ * The smallest write that needs no table of its own (and so no schema change): the schema version is
+ * written back with its own value, which puts page 1 into the WAL and commits. Throws what SQLite throws
+ * (SQLITE_FULL, SQLITE_IOERR_*, ...); storage/health.ts probes with it while storage is failing.
+ */
+export function probeWrite(db: Db): void {
+  db.transaction(() => {
+    const version = Number(db.pragma('user_version', { simple: true }));
+    db.pragma(`user_version = ${version}`);
+  })();
+}
+
+/**
  * Runs `fn` in a transaction, or in a savepoint when one is already open (so a failing step of a group
  * commit undoes only itself). better-sqlite3 builds a wrapper per db.transaction() call, which costs
  * more than a small statement: callers make one runner and keep it.

@@ -16,6 +16,8 @@ export const StatusSchema = z.strictObject({
   ready: z.boolean(),
   network: NetworkNameSchema,
   pools: z.array(PoolFamilyStatusSchema),
+  /** Why ferryd is not ready (absent when ready), e.g. its storage is failing: path and cause. */
+  reason: z.optional(z.string()),
 });
 export type Status = z.infer<typeof StatusSchema>;
 
@@ -23,6 +25,8 @@ export const ReadinessSchema = z.strictObject({
   ready: z.boolean(),
   /** starting | ready | draining */
   phase: z.enum(['starting', 'ready', 'draining']),
+  /** Why not ready (absent when ready): the phase, or storage failing with its path and cause. */
+  reason: z.optional(z.string()),
 });
 export type Readiness = z.infer<typeof ReadinessSchema>;
 
