@@ -1,15 +1,18 @@
 /**
  * ferryd down (killed, or frozen with SIGSTOP) while pods are deleted: every DEL exits 0 within its
  * bounded time, every delegated device is back on the node, and when ferryd returns every queued DEL is
- * applied exactly once and nothing is left.
+ * applied exactly once and nothing is left. A ferryd that is not running at all (socket refused or
+ * absent) is not waited for: the DEL queues at once.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { netConf, newContainerId } from '../fixtures/conf';
+import { queueEntryName as entryName, netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import type { Ferryd } from '../fixtures/ferryd';
 import { linkNames, links } from '../fixtures/kernel';
 import { type TestNetns, useNetns } from '../fixtures/netns';
+import { useNode } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 
@@ -81,7 +84,7 @@ describe.for(['killed', 'frozen'] as const)(
       const dels = await Promise.all(calls.map((c) => runShim(node, 'DEL', c)));
       const tookMs = Date.now() - started;
       expect(dels.filter((r) => r.exitCode !== 0).map((r) => r.stdout)).toEqual([]);
-      // Bounded: each DEL tries ferryd for DEL_WAIT_MS, then queues; all run at once.
+      // Bounded: each DEL queues at once (killed) or tries ferryd for DEL_WAIT_MS (frozen); all run at once.
       expect(tookMs).toBeLessThan(DEL_WAIT_MS + 30_000);
       await expectDevicesHome(node, devices);
       for (const pod of pods) expect(await linkNames(pod)).toEqual(['lo']);
@@ -114,10 +117,51 @@ describe.for(['killed', 'frozen'] as const)(
 test('a DEL that races ferryd start-up is never lost', async (t) => {
   const { node, ferryd, calls } = await useBusyNode(t, 40);
   await ferryd.kill('SIGKILL');
-  // Start ferryd while the DELs are still trying it or writing to the queue.
+  // Start ferryd while the DELs are finding it gone, writing to the queue, or waiting for its drain.
   const dels = Promise.all(calls.map((c) => runShim(node, 'DEL', c)));
-  await new Promise((r) => setTimeout(r, DEL_WAIT_MS - 300));
   await ferryd.start();
   expect((await dels).filter((r) => r.exitCode !== 0).map((r) => r.stdout)).toEqual([]);
   await expectAllReleased(ferryd, 5000);
+});
+
+describe.for([
+  ['refused', 'ECONNREFUSED'],
+  ['absent', 'ENOENT'],
+] as const)('ferryd not running, its socket %s', ([how, errno]) => {
+  test('DEL queues at once without asking again, cleans the netns, exits 0; ferryd applies it later', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    // A long delWaitMs: a DEL that waited or asked again would show it in its log.
+    const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 10_000 } });
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    await ferryd.kill('SIGKILL');
+    // SIGKILL leaves the socket file behind: connect() is refused. Without it, connect() finds nothing.
+    if (how === 'absent') rmSync(ferryd.socket);
+
+    const del = await runShim(node, 'DEL', call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    expect(del.stdout).toBe('');
+    expect(pendingFiles(ferryd.deleteQueue)).toEqual([entryName('ferry', call.containerId, 'eth0')]);
+    expect(await linkNames(pod)).toEqual(['lo']);
+    expect(await linkNames(node)).toEqual(['lo']);
+
+    const lines = readFileSync(join(ferryd.dir, 'cni.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(call.containerId) && l.includes('"cmd":"DEL"'))
+      .map((l) => JSON.parse(l) as { msg: string; cause?: string });
+    const msgs = lines.map((l) => l.msg);
+    expect(msgs).not.toContain('ferryd unreachable; trying again');
+    const gaveUp = lines.filter((l) => l.msg === 'ferryd is not running: queueing the DEL without waiting');
+    expect(gaveUp).toHaveLength(1);
+    expect(gaveUp[0]?.cause).toContain(errno);
+    expect(msgs).toContain('ferryd unreachable: DEL queued for ferryd to apply');
+    // One request for the endpoint, none repeated (the look at /readyz under the queue lock logs nothing).
+    expect(msgs.filter((m) => m === 'asking ferryd')).toHaveLength(1);
+
+    await ferryd.start();
+    expect(pendingFiles(ferryd.deleteQueue)).toEqual([]);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
+  });
 });

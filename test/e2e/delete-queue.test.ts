@@ -3,7 +3,6 @@
  * files are set aside, never executed, never escape the folder; a device whose marker was overwritten
  * still goes home; endpoints whose netns vanished are released without any DEL.
  */
-import { createHash } from 'node:crypto';
 import {
   copyFileSync,
   existsSync,
@@ -16,15 +15,12 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
-import { netConf, newContainerId } from '../fixtures/conf';
+import { queueEntryName as entryName, netConf, newContainerId } from '../fixtures/conf';
 import { useNodeWithDevices } from '../fixtures/device';
 import { addMacvlan, linkNames, links } from '../fixtures/kernel';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { runShim } from '../fixtures/shim';
-
-const entryName = (network: string, containerId: string, ifName: string) =>
-  `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
 
 async function waitFor(what: string, cond: () => Promise<boolean>, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;

@@ -67,7 +67,7 @@ export const DaemonTimeoutsSchema = z.strictObject({
   ),
   delWaitMs: doc(
     z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
-    `How long DEL tries ferryd in all before it queues the DEL. Default: ${DEFAULT_DAEMON_TIMEOUTS.delWaitMs}.`,
+    `How long DEL keeps asking a ferryd that is running but does not answer (frozen, overloaded) before it queues the DEL. A ferryd that is not running (socket absent or refusing connections) is not waited for: the DEL is queued at once. Default: ${DEFAULT_DAEMON_TIMEOUTS.delWaitMs}.`,
   ),
 });
 export type DaemonTimeouts = z.infer<typeof DaemonTimeoutsSchema>;
