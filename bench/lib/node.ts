@@ -15,7 +15,11 @@ export const REF = '/usr/lib/cni';
 export interface BenchNode {
   dir: string;
   socket: string;
+  /** ferryd's delete queue (the shim's conflist must name it: the default is the machine's own). */
+  deleteQueue: string;
   netns: string;
+  /** ferryd's PID, for benchmarks that kill it. */
+  ferrydPid: number;
 }
 
 /** In the outer process: set up, re-run this script inside the node netns, tear down. Returns the exit code. */
@@ -31,10 +35,11 @@ export async function runInsideNode(script: string, ferrydConfig: Record<string,
     sh(['nsenter', `--net=${netns}`, 'ip', 'link', 'set', 'lo', 'up']);
     sh(['nsenter', `--net=${netns}`, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo']);
     const socket = join(dir, 'run', 'ferryd.sock');
+    const deleteQueue = join(dir, 'lib', 'queue');
     const config = {
       socket,
       database: join(dir, 'lib', 'ferry.db'),
-      deleteQueue: join(dir, 'lib', 'queue'),
+      deleteQueue,
       logLevel: 'warn',
       networks: [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/16' } }],
       ...ferrydConfig,
@@ -52,7 +57,16 @@ export async function runInsideNode(script: string, ferrydConfig: Record<string,
     }
     const child = Bun.spawn({
       cmd: ['nsenter', `--net=${netns}`, process.execPath, 'run', script],
-      env: { ...process.env, FERRY_BENCH_NODE: JSON.stringify({ dir, socket, netns } satisfies BenchNode) },
+      env: {
+        ...process.env,
+        FERRY_BENCH_NODE: JSON.stringify({
+          dir,
+          socket,
+          deleteQueue,
+          netns,
+          ferrydPid: ferryd.pid,
+        } satisfies BenchNode),
+      },
       stdout: 'inherit',
       stderr: 'inherit',
     });

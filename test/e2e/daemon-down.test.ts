@@ -3,15 +3,19 @@
  * every delegated device is back on the node, and when ferryd returns every queued DEL is applied
  * exactly once and nothing is left. The reconciler's period is an hour: a restarted ferryd has applied
  * the queue by its first ready answer (the start-up drain), a resumed one as the files' events arrive
- * (its watch). startup-drain.test.ts races a DEL against that start-up.
+ * (its watch). startup-drain.test.ts races a DEL against that start-up. A ferryd that is not running at
+ * all (socket refused or absent) is not waited for: the DEL queues at once.
  */
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
 import type { Ferryd } from '../fixtures/ferryd';
 import { linkNames, links } from '../fixtures/kernel';
 import { type TestNetns, useNetns } from '../fixtures/netns';
-import { pendingFiles } from '../fixtures/queue';
+import { useNode } from '../fixtures/node';
+import { queueEntryName as entryName, pendingFiles } from '../fixtures/queue';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 
@@ -115,3 +119,44 @@ describe.for(['killed', 'frozen'] as const)(
     });
   },
 );
+describe.for([
+  ['refused', 'ECONNREFUSED'],
+  ['absent', 'ENOENT'],
+] as const)('ferryd not running, its socket %s', ([how, errno]) => {
+  test('DEL queues at once without asking again, cleans the netns, exits 0; ferryd applies it later', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    // A long delWaitMs: a DEL that waited or asked again would show it in its log.
+    const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 10_000 } });
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    await ferryd.kill('SIGKILL');
+    // SIGKILL leaves the socket file behind: connect() is refused. Without it, connect() finds nothing.
+    if (how === 'absent') rmSync(ferryd.socket);
+
+    const del = await runShim(node, 'DEL', call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    expect(del.stdout).toBe('');
+    expect(pendingFiles(ferryd.deleteQueue)).toEqual([entryName('ferry', call.containerId, 'eth0')]);
+    expect(await linkNames(pod)).toEqual(['lo']);
+    expect(await linkNames(node)).toEqual(['lo']);
+
+    const lines = readFileSync(join(ferryd.dir, 'cni.log'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes(call.containerId) && l.includes('"cmd":"DEL"'))
+      .map((l) => JSON.parse(l) as { msg: string; cause?: string });
+    const msgs = lines.map((l) => l.msg);
+    expect(msgs).not.toContain('ferryd unreachable; trying again');
+    const gaveUp = lines.filter((l) => l.msg === 'ferryd is not running: queueing the DEL without waiting');
+    expect(gaveUp).toHaveLength(1);
+    expect(gaveUp[0]?.cause).toContain(errno);
+    expect(msgs).toContain('ferryd unreachable: DEL queued for ferryd to apply');
+    // One request for the endpoint, none repeated (the look at /readyz under the queue lock logs nothing).
+    expect(msgs.filter((m) => m === 'asking ferryd')).toHaveLength(1);
+
+    await ferryd.start();
+    expect(pendingFiles(ferryd.deleteQueue)).toEqual([]);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
+  });
+});

@@ -1,6 +1,6 @@
 import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
-import { DaemonClient } from './daemon-client';
+import { DaemonClient, isDaemonDown, isNotListening } from './daemon-client';
 import { openLog } from './log';
 import { type HttpResponse, type Runtime, UnreachableError } from './runtime/runtime';
 
@@ -25,8 +25,31 @@ function client(answer: () => HttpResponse | Error): DaemonClient {
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
-  const c = client(() => new UnreachableError('ferryd at /run/ferry/ferryd.sock is unreachable: ECONNREFUSED'));
+  const c = client(
+    () => new UnreachableError('ferryd at /run/ferry/ferryd.sock is unreachable: ECONNREFUSED', 'refused'),
+  );
   await expect(c.release('abc', 'ferry', 'eth0')).rejects.toMatchObject({ code: Code.TryAgainLater });
+});
+
+test.for([
+  ['absent', true],
+  ['refused', true],
+  ['timeout', false],
+  ['other', false],
+] as const)('unreachable because %s: isNotListening is %s', async ([reason, expected]) => {
+  const err = await client(() => new UnreachableError(`unreachable: ${reason}`, reason))
+    .getEndpoint('abc')
+    .catch((e: unknown) => e);
+  expect(isDaemonDown(err)).toBe(true);
+  expect(isNotListening(err)).toBe(expected);
+});
+
+test('ferryd answering code 11 itself is down but listening', async () => {
+  const err = await client(() => ({ status: 503, body: JSON.stringify({ code: 11, msg: 'ferryd is starting' }) }))
+    .getEndpoint('abc')
+    .catch((e: unknown) => e);
+  expect(isDaemonDown(err)).toBe(true);
+  expect(isNotListening(err)).toBe(false);
 });
 
 test("an error body passes through with the daemon's code and details", async () => {

@@ -21,6 +21,15 @@ import { type RequestOptions, type Runtime, UnreachableError } from './runtime/r
 export const isDaemonDown = (err: unknown): err is CniError =>
   err instanceof CniError && err.code === Code.TryAgainLater;
 
+/**
+ * No ferryd is running: its socket is absent or refuses connections. Unlike a timeout (a frozen or busy
+ * ferryd), asking again cannot help before ferryd is restarted.
+ */
+export const isNotListening = (err: unknown): err is CniError =>
+  isDaemonDown(err) &&
+  err.cause instanceof UnreachableError &&
+  (err.cause.reason === 'absent' || err.cause.reason === 'refused');
+
 export interface DaemonTimeoutsMs {
   connectMs: number;
   requestMs: number;

@@ -10,7 +10,7 @@ export interface Deps {
   log: Logger;
   /** How long ADD waits for ferryd to be ready. */
   addWaitMs: number;
-  /** How long DEL tries ferryd before it queues. */
+  /** How long DEL asks a ferryd that is running but does not answer before it queues. */
   delWaitMs: number;
   /** Locks for the delete queue. */
   rt: Runtime;

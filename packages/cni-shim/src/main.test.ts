@@ -68,6 +68,28 @@ test('config errors come after env errors and carry the declared version', async
   });
 });
 
+test("the config's log rotation applies from the first line, even one written before the config is validated", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-log-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const logFile = join(dir, 'cni.log');
+  const missingEnv = { CNI_COMMAND: 'DEL' };
+  writeFileSync(logFile, `${'x'.repeat(2048)}\n`);
+  // 0: never rotated, however large.
+  expect((await run(missingEnv, conf({ logFile, logMaxSizeKiB: 0 }))).json).toMatchObject({ code: 4 });
+  expect(readdirSync(dir)).toEqual(['cni.log']);
+  expect((await run(missingEnv, conf({ logFile, logMaxSizeKiB: 1, logMaxBackups: 1 }))).json).toMatchObject({
+    code: 4,
+  });
+  // Moved aside after its line; the next line starts a fresh cni.log.
+  expect(readdirSync(dir)).toEqual([expect.stringMatching(/^cni\.log\.\d{8}T\d{6}\.\d{3}Z-\d+$/)]);
+  // A value the schema refuses is reported (code 7) and the default applies meanwhile.
+  const bad = await run(
+    { CNI_COMMAND: 'DEL', CNI_CONTAINERID: 'abc', CNI_IFNAME: 'eth0' },
+    conf({ logFile, logMaxSizeKiB: 'big' }),
+  );
+  expect(bad.json).toMatchObject({ code: 7, msg: expect.stringMatching(/^invalid network config: logMaxSizeKiB: /) });
+});
+
 test('DEL with ferryd unreachable queues the intent durably and exits 0', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-queue-'));
   onTestFinished(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,13 +3,19 @@
  * for DEL/CHECK/STATUS/GC success) → exit code. Logs go to the log file only.
  */
 import { type CniVersion, isSupportedVersion, LATEST_VERSION } from '@ferry/shared-types/cni/versions';
-import { DEFAULT_DAEMON_TIMEOUTS, DEFAULT_SOCKET } from '@ferry/shared-types/config/defaults';
+import {
+  DEFAULT_DAEMON_TIMEOUTS,
+  DEFAULT_SOCKET,
+  SHIM_LOG_MAX_BACKUPS_LIMIT,
+  SHIM_LOG_MAX_SIZE_KIB_LIMIT,
+} from '@ferry/shared-types/config/defaults';
 import { CniError, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { aboutText, cmdVersion } from './commands/version';
 import type { ShimConf } from './config';
 import type { Deps } from './deps';
 import { type CmdArgs, checkNetns, isOwnNetns, parseEnv } from './env';
-import { type Level, openLog } from './log';
+import { DEFAULT_ROTATION, type Level, type Logger, openLog } from './log';
+import type { Rotation } from './log-rotation';
 import type { Runtime } from './runtime/runtime';
 import { declaredVersion, decodeStdin } from './stdin';
 
@@ -44,7 +50,22 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   const input = await readInput(io);
   const early = peekConfig(input);
   // Even an env error is logged to the config's log file and printed in the config's version.
-  const log = openLog(early.logFile ?? opts.defaultLogFile);
+  const log = openLog(early.logFile ?? opts.defaultLogFile, 'info', early.rotation);
+  try {
+    return await run(env, io, rt, input, early, log);
+  } finally {
+    log.close();
+  }
+}
+
+async function run(
+  env: NodeJS.ProcessEnv,
+  io: Io,
+  rt: Runtime,
+  input: Awaited<ReturnType<typeof readInput>>,
+  early: ReturnType<typeof peekConfig>,
+  log: Logger,
+): Promise<number> {
   let version: CniVersion = early.version ?? LATEST_VERSION;
   try {
     const args = parseEnv(env);
@@ -134,11 +155,30 @@ async function readInput(io: Io): Promise<{ doc: Record<string, unknown> } | { e
   }
 }
 
-/** What the config says before it is validated: its version (if Ferry speaks it) and its log file. */
-function peekConfig(input: Awaited<ReturnType<typeof readInput>>): { version?: CniVersion; logFile?: string } {
-  if ('error' in input) return {};
-  const v = declaredVersion(input.doc);
-  const logFile =
-    typeof input.doc.logFile === 'string' && input.doc.logFile.startsWith('/') ? input.doc.logFile : undefined;
-  return { ...(isSupportedVersion(v) ? { version: v } : {}), ...(logFile ? { logFile } : {}) };
+/**
+ * What the config says before it is validated: its version (if Ferry speaks it), its log file and the
+ * log's rotation, each taken only when valid by the schema's rule (parseNetConf reports invalid ones).
+ */
+function peekConfig(input: Awaited<ReturnType<typeof readInput>>): {
+  version?: CniVersion;
+  logFile?: string;
+  rotation: Rotation;
+} {
+  if ('error' in input) return { rotation: DEFAULT_ROTATION };
+  const { doc } = input;
+  const v = declaredVersion(doc);
+  const logFile = typeof doc.logFile === 'string' && doc.logFile.startsWith('/') ? doc.logFile : undefined;
+  const sizeKiB = intUpTo(doc.logMaxSizeKiB, SHIM_LOG_MAX_SIZE_KIB_LIMIT);
+  const backups = intUpTo(doc.logMaxBackups, SHIM_LOG_MAX_BACKUPS_LIMIT);
+  return {
+    ...(isSupportedVersion(v) ? { version: v } : {}),
+    ...(logFile ? { logFile } : {}),
+    rotation: {
+      maxBytes: sizeKiB === undefined ? DEFAULT_ROTATION.maxBytes : sizeKiB * 1024,
+      maxBackups: backups ?? DEFAULT_ROTATION.maxBackups,
+    },
+  };
 }
+
+const intUpTo = (v: unknown, max: number): number | undefined =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= max ? v : undefined;

@@ -4,7 +4,10 @@
  * vanished netns never stops the release. A delegated device whose host name is taken fails the DEL
  * before anything is released, so the retried DEL still knows where the device is.
  *
- * ferryd unreachable: tried for `delWaitMs` in all, then the DEL is queued (fallback/) and exits 0.
+ * ferryd not running (its socket absent, or refusing connections): the DEL is queued at once (fallback/)
+ * and exits 0. ferryd drains the queue before it serves, so waiting for it would only hold up the pod's
+ * teardown. ferryd running but not answering (frozen, overloaded): asked again for `delWaitMs` in all,
+ * then queued the same way.
  * ferryd up but unable to store the release (its disk is full or read-only): queued the same way; when
  * the queue cannot be written either, code 11 naming both, so the runtime retries.
  */
@@ -12,7 +15,7 @@ import { netnsAt } from '@ferry/net';
 import type { Endpoint } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { ShimConf } from '../config';
-import { isDaemonDown } from '../daemon-client';
+import { isDaemonDown, isNotListening } from '../daemon-client';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { teardownDelegatedNic } from '../nic/delegated';
@@ -66,13 +69,20 @@ function withCause(err: unknown, unreachable: CniError): unknown {
   return new CniError(err.code, err.message, err.details ? `${err.details}; ${why}` : why, { cause: err });
 }
 
-/** The endpoint, asking again every 200 ms while ferryd is down, until `deadline`. */
+/**
+ * The endpoint, asking again every 200 ms while ferryd is running but does not answer, until `deadline`.
+ * A ferryd that is not running is not asked again.
+ */
 async function getWithin(containerId: string, deadline: number, d: Deps): Promise<Endpoint | undefined> {
   for (;;) {
     const left = deadline - Date.now();
     try {
       return await d.daemon.getEndpoint(containerId, Math.max(1, left));
     } catch (err) {
+      if (isNotListening(err)) {
+        d.log.info({ cause: err.message }, 'ferryd is not running: queueing the DEL without waiting');
+        throw err;
+      }
       if (!isDaemonDown(err) || Date.now() + 200 >= deadline) throw err;
       d.log.info({ err: err.message, leftMs: left }, 'ferryd unreachable; trying again');
     }

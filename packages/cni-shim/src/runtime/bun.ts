@@ -13,6 +13,7 @@ import {
   pollLock,
   type RequestOptions,
   type Runtime,
+  reasonOfCode,
   type Unlock,
   UnreachableError,
 } from './runtime';
@@ -47,11 +48,13 @@ async function request(o: RequestOptions): Promise<HttpResponse> {
     return { status: res.status, body: await res.text() };
   } catch (err) {
     const e = err as Error & { code?: string };
-    const why =
-      e.name === 'TimeoutError' || e.name === 'AbortError'
-        ? `no answer within ${o.deadlineMs} ms`
-        : (e.code ?? e.message);
-    throw new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, { cause: err });
+    const isTimeout = e.name === 'TimeoutError' || e.name === 'AbortError';
+    const why = isTimeout ? `no answer within ${o.deadlineMs} ms` : (e.code ?? e.message);
+    throw new UnreachableError(
+      `ferryd at ${o.socket} is unreachable: ${why}`,
+      isTimeout ? 'timeout' : reasonOfCode(e.code),
+      { cause: err },
+    );
   }
 }
 

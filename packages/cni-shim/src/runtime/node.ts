@@ -11,21 +11,23 @@ import {
   pollLock,
   type RequestOptions,
   type Runtime,
+  reasonOfCode,
   type Unlock,
   UnreachableError,
+  type UnreachableReason,
 } from './runtime';
 
 function request(o: RequestOptions): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     let settled = false;
-    const fail = (why: string, cause?: unknown) => {
+    const fail = (why: string, reason: UnreachableReason, cause?: unknown) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
       req.destroy();
-      reject(new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, { cause }));
+      reject(new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, reason, { cause }));
     };
-    const deadline = setTimeout(() => fail(`no answer within ${o.deadlineMs} ms`), o.deadlineMs);
+    const deadline = setTimeout(() => fail(`no answer within ${o.deadlineMs} ms`, 'timeout'), o.deadlineMs);
     const req = httpRequest(
       {
         socketPath: o.socket,
@@ -49,15 +51,15 @@ function request(o: RequestOptions): Promise<HttpResponse> {
           clearTimeout(deadline);
           resolve({ status: res.statusCode ?? 0, body: text });
         });
-        res.on('error', (err) => fail(err.message, err));
+        res.on('error', (err) => fail(err.message, 'other', err));
       },
     );
     req.on('socket', (sock) => {
-      const connectTimer = setTimeout(() => fail(`connect timed out after ${o.connectMs} ms`), o.connectMs);
+      const connectTimer = setTimeout(() => fail(`connect timed out after ${o.connectMs} ms`, 'timeout'), o.connectMs);
       sock.once('connect', () => clearTimeout(connectTimer));
       sock.once('close', () => clearTimeout(connectTimer));
     });
-    req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message, err));
+    req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message, reasonOfCode(err.code), err));
     req.end(o.body);
   });
 }

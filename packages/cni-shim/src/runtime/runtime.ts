@@ -10,12 +10,29 @@ export interface HttpResponse {
   body: string;
 }
 
+/**
+ * Why ferryd could not be reached. `absent` (no socket file) and `refused` (a socket file nobody accepts
+ * on, as a killed ferryd leaves behind) mean no ferryd is running: no wait can help. `timeout` means
+ * something accepted or kept the connection but did not answer in time (frozen, overloaded).
+ */
+export type UnreachableReason = 'absent' | 'refused' | 'timeout' | 'other';
+
 /** ferryd could not be reached: no socket, refused, or no answer before the deadline. */
 export class UnreachableError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
+  readonly reason: UnreachableReason;
+  constructor(message: string, reason: UnreachableReason, options?: ErrorOptions) {
     super(message, options);
     this.name = 'UnreachableError';
+    this.reason = reason;
   }
+}
+
+/** The reason behind a failed connect(2) on a unix socket, by its errno code. */
+export function reasonOfCode(code: string | undefined): UnreachableReason {
+  if (code === 'ENOENT' || code === 'ENOTDIR') return 'absent';
+  if (code === 'ECONNREFUSED') return 'refused';
+  if (code === 'ETIMEDOUT') return 'timeout';
+  return 'other';
 }
 
 export interface RequestOptions {

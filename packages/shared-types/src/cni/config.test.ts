@@ -61,6 +61,8 @@ test.for([
     'invalid network config: logLevel: must be one of "debug", "info", "warn", "error", "silent"',
   ],
   [{ ...base, runtimeConfig: { mac: 'zz' } }, 'invalid network config: runtimeConfig.mac: not a valid mac'],
+  [{ ...base, logMaxSizeKiB: -1 }, 'invalid network config: logMaxSizeKiB: must be at least 0'],
+  [{ ...base, logMaxBackups: 1.5 }, 'invalid network config: logMaxBackups: expected int'],
 ] as const)('the message says what was wrong, not just where: %j', ([input, msg]) => {
   expect(() => parse(input)).toThrow(msg);
 });

@@ -9,7 +9,11 @@ import {
   DEFAULT_DELETE_QUEUE,
   DEFAULT_DELETE_QUEUE_LIMIT,
   DEFAULT_SHIM_LOG_FILE,
+  DEFAULT_SHIM_LOG_MAX_BACKUPS,
+  DEFAULT_SHIM_LOG_MAX_SIZE_KIB,
   DEFAULT_SOCKET,
+  SHIM_LOG_MAX_BACKUPS_LIMIT,
+  SHIM_LOG_MAX_SIZE_KIB_LIMIT,
 } from '../config/defaults';
 import { doc } from '../doc';
 import { ConfDnsSchema } from './dns';
@@ -67,7 +71,7 @@ export const DaemonTimeoutsSchema = z.strictObject({
   ),
   delWaitMs: doc(
     z.optional(Int().check(z.minimum(0), z.maximum(60_000))),
-    `How long DEL tries ferryd in all before it queues the DEL. Default: ${DEFAULT_DAEMON_TIMEOUTS.delWaitMs}.`,
+    `How long DEL keeps asking a ferryd that is running but does not answer (frozen, overloaded) before it queues the DEL. A ferryd that is not running (socket absent or refusing connections) is not waited for: the DEL is queued at once. Default: ${DEFAULT_DAEMON_TIMEOUTS.delWaitMs}.`,
   ),
 });
 export type DaemonTimeouts = z.infer<typeof DaemonTimeoutsSchema>;
@@ -90,6 +94,14 @@ export const NetConfSchema = z.looseObject({
   daemonSocket: doc(z.optional(absolutePath()), `ferryd's socket. Default: ${DEFAULT_SOCKET}.`),
   logFile: doc(z.optional(absolutePath()), `Where the shim logs (JSON lines). Default: ${DEFAULT_SHIM_LOG_FILE}.`),
   logLevel: doc(z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])), 'Default: info.'),
+  logMaxSizeKiB: doc(
+    z.optional(Int().check(z.minimum(0), z.maximum(SHIM_LOG_MAX_SIZE_KIB_LIMIT))),
+    `Size past which the log file is rotated: moved aside as \`<logFile>.<UTC time>-<pid>\` (a shim checks once per run, after its first line). 0: never rotate (leave it to logrotate). Default: ${DEFAULT_SHIM_LOG_MAX_SIZE_KIB} (10 MiB).`,
+  ),
+  logMaxBackups: doc(
+    z.optional(Int().check(z.minimum(0), z.maximum(SHIM_LOG_MAX_BACKUPS_LIMIT))),
+    `Rotated log files kept; older ones are deleted at rotation. Default: ${DEFAULT_SHIM_LOG_MAX_BACKUPS}.`,
+  ),
   deleteQueue: doc(
     z.optional(absolutePath()),
     `Where DELs are queued while ferryd is unreachable (ferryd's \`deleteQueue\`). Default: ${DEFAULT_DELETE_QUEUE}.`,

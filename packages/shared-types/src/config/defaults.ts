@@ -7,6 +7,15 @@ export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
 export const DEFAULT_DELETE_QUEUE = '/var/lib/ferry/delete-queue';
 export const DEFAULT_DELETE_QUEUE_LIMIT = 1024;
 export const DEFAULT_SHIM_LOG_FILE = '/var/log/ferry/cni.log';
+/**
+ * The shim's log is rotated past 10 MiB, five rotated files kept: at most ~60 MiB on a node, whatever
+ * its age (a pod's ADD and DEL write ~1 KiB at info, so that is tens of thousands of pods of history).
+ */
+export const DEFAULT_SHIM_LOG_MAX_SIZE_KIB = 10_240;
+export const DEFAULT_SHIM_LOG_MAX_BACKUPS = 5;
+/** The largest values the conflist may set (1 GiB; 100 files). */
+export const SHIM_LOG_MAX_SIZE_KIB_LIMIT = 1_048_576;
+export const SHIM_LOG_MAX_BACKUPS_LIMIT = 100;
 /** The shim's time limits for talking to ferryd (the conflist's `daemonTimeouts`). */
 export const DEFAULT_DAEMON_TIMEOUTS = {
   connectMs: 1000,
