@@ -32,6 +32,19 @@ async function podCall(t: Scope, ferryd: Ferryd): Promise<ShimCall & { netns: Te
   };
 }
 
+/** A node whose database and queue live on small tmpfs mounts (one each, or one for both), and a pod added. */
+async function useNodeOnTmpfs(t: Scope, queueOnDbDisk = false) {
+  const dbDisk = await useTmpfs(t, 'db', 4096);
+  const queueDisk = queueOnDbDisk ? dbDisk : await useTmpfs(t, 'queue', 1024);
+  const { node, ferryd } = await useNode(t, {
+    database: join(dbDisk.dir, 'ferry.db'),
+    deleteQueue: join(queueDisk.dir, 'delete-queue'),
+  });
+  const live = await podCall(t, ferryd);
+  expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+  return { dbDisk, queueDisk, node, ferryd, live };
+}
+
 async function storageErrors(ferryd: Ferryd, operation: string, cause: string): Promise<number> {
   const text = (await ferryd.request('GET', '/metrics')).body;
   const line = text
@@ -51,14 +64,7 @@ async function expectIntegrity(ferryd: Ferryd): Promise<void> {
 }
 
 test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is queued, /readyz says why, all recovers', async (t) => {
-  const dbDisk = await useTmpfs(t, 'db', 4096);
-  const queueDisk = await useTmpfs(t, 'queue', 1024);
-  const { node, ferryd } = await useNode(t, {
-    database: join(dbDisk.dir, 'ferry.db'),
-    deleteQueue: join(queueDisk.dir, 'delete-queue'),
-  });
-  const live = await podCall(t, ferryd);
-  expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+  const { dbDisk, node, ferryd, live } = await useNodeOnTmpfs(t);
   const liveAddresses = await ferryd.assignedAddresses();
   const nodeLinks = await linkNames(node);
 
@@ -126,15 +132,8 @@ test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is 
 
 describe.for(['full', 'read-only'] as const)('database full and delete queue %s', (queueState) => {
   test('DEL of a live pod fails with 11 naming both, and goes through once space is back', async (t) => {
-    const dbDisk = await useTmpfs(t, 'db', 4096);
     // Full: the default layout, database and queue on one filesystem. Read-only: a queue of its own.
-    const queueDisk = queueState === 'full' ? dbDisk : await useTmpfs(t, 'queue', 1024);
-    const { node, ferryd } = await useNode(t, {
-      database: join(dbDisk.dir, 'ferry.db'),
-      deleteQueue: join(queueDisk.dir, 'delete-queue'),
-    });
-    const live = await podCall(t, ferryd);
-    expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+    const { dbDisk, queueDisk, node, ferryd, live } = await useNodeOnTmpfs(t, queueState === 'full');
 
     dbDisk.fill();
     if (queueState === 'read-only') await queueDisk.remount('ro');
@@ -165,14 +164,7 @@ describe.for(['full', 'read-only'] as const)('database full and delete queue %s'
 });
 
 test('ferryd restarted on the full disk starts not ready, saying why, and recovers once space is back', async (t) => {
-  const dbDisk = await useTmpfs(t, 'db', 4096);
-  const queueDisk = await useTmpfs(t, 'queue', 1024);
-  const { node, ferryd } = await useNode(t, {
-    database: join(dbDisk.dir, 'ferry.db'),
-    deleteQueue: join(queueDisk.dir, 'delete-queue'),
-  });
-  const live = await podCall(t, ferryd);
-  expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+  const { dbDisk, node, ferryd, live } = await useNodeOnTmpfs(t);
   dbDisk.fill();
   expect((await runShim(node, 'DEL', live)).exitCode).toBe(0);
   expect(pendingEntries(ferryd.deleteQueue)).toHaveLength(1);
