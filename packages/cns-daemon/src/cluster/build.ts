@@ -1,0 +1,27 @@
+/** Chooses the peer source for the config and builds the cluster controller on the node's namespace. */
+import { type Ip, SELF } from '@ferry/net';
+import type { ClusterConfig, FerrydConfig } from '@ferry/shared-types/config/ferryd';
+import type { Logger } from 'pino';
+import { ClusterController } from './controller';
+import { StaticPeerSource } from './static-source';
+
+export function buildCluster(
+  config: FerrydConfig,
+  cluster: ClusterConfig,
+  ip: Ip,
+  log: Logger,
+  now: () => number,
+): ClusterController {
+  const ownPodCIDRs =
+    cluster.podCIDRs ??
+    config.networks.flatMap((n) => [n.ipv4?.subnet, n.ipv6?.subnet].filter((s): s is string => s !== undefined));
+  return new ClusterController({
+    config: cluster,
+    ownPodCIDRs,
+    source: new StaticPeerSource(cluster.peers, cluster.nodeName),
+    ip,
+    ns: SELF,
+    log: log.child({ component: 'cluster' }),
+    now,
+  });
+}
