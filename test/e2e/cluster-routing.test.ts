@@ -73,6 +73,12 @@ describe('host-gw', () => {
     expect(sick.exitCode).toBe(1);
     expect(sick.stdout).toMatch(/peer-entry-missing\s+node-2\s+route 10\.244\.2\.0\/24 → 192\.168\.10\.12 is missing/);
     expect(sick.stdout).toMatch(/cluster-entry-stale\s+10\.250\.0\.0\/24/);
+
+    // The next read of the kernel (a restart here; every resyncSec in a running ferryd) repairs both.
+    await n1.ferryd.start();
+    await waitSynced(n1);
+    expect(await ferryctl(n1.ferryd, 'doctor')).toMatchObject({ exitCode: 0 });
+    expect(await inNetnsTry(n1.node, 'ip', 'route', 'show', '10.250.0.0/24')).toMatchObject({ stdout: '' });
   });
 
   test("a peer that is not on the link shows as refused, with the kernel's reason, and the others are routed", async (t) => {
