@@ -9,10 +9,10 @@ import type { Ip, Netns } from '@ferry/net';
 import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { type Family, familyOf, parseCidr } from '../ipam/cidr';
-import { changeCount, diff } from './diff';
+import { changeCount, diff, diffTouched } from './diff';
 import { applyChanges, type Refused, readEntries } from './kernel';
 import type { Peer, PeerSource } from './peers';
-import { type Entries, type Plan, plan, vtepAddress, vtepMac } from './plan';
+import { type Entries, Planner, vtepAddress, vtepMac } from './plan';
 import { ensureVxlanDevice } from './vxlan-device';
 
 export interface ClusterControllerDeps {
@@ -47,13 +47,17 @@ export class ClusterController {
   /** What the kernel holds of Ferry's, as of the last read plus what ferryd changed since. */
   #have: Entries | undefined;
   #lastRead = 0;
-  #plan: Plan | undefined;
-  #refused: Refused[] = [];
+  #planner: Planner | undefined;
+  /** The VXLAN device was checked since the last kernel read. */
+  #deviceChecked = false;
+  /** What the kernel refused, by kind and key, until a later change of that entry succeeds. */
+  readonly #refused = new Map<string, Refused>();
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #local: LocalEnd | undefined;
+  #plannedFamily: Family | undefined;
   readonly stats: SyncStats = {
     syncs: 0,
     failures: 0,
@@ -79,12 +83,13 @@ export class ClusterController {
     return this.#peers ?? [];
   }
 
-  get plan(): Plan | undefined {
-    return this.#plan;
+  /** The plan for the last view applied; undefined before the first sync. */
+  get planner(): Planner | undefined {
+    return this.#planner;
   }
 
-  get refused(): readonly Refused[] {
-    return this.#refused;
+  get refused(): Refused[] {
+    return [...this.#refused.values()];
   }
 
   /** The VXLAN device, when routing is vxlan. */
@@ -116,6 +121,11 @@ export class ClusterController {
     await this.#running;
   }
 
+  /** Resolves when no sync is running or asked for (tests and benches wait for a view to land). */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
   /** Starts a sync, or asks the running one to go again; resolves when the node is in step. */
   syncSoon(): Promise<void> {
     if (this.#running) {
@@ -140,42 +150,52 @@ export class ClusterController {
     const { config, ip, ns, log } = this.#d;
     const started = performance.now();
     try {
-      const vxlan = config.routing === 'vxlan' ? await this.#ensureDevice(peers) : undefined;
       const fresh = this.#have === undefined || this.#lastRead === 0;
+      if (fresh) this.#deviceChecked = false;
+      const vxlan = config.routing === 'vxlan' ? await this.#ensureDevice(peers) : undefined;
       if (fresh) {
         this.#have = await readEntries(ip, ns, this.device);
         this.#lastRead = this.#d.now();
       }
       const have = this.#have as Entries;
-      const wanted = plan({
-        routing: config.routing,
-        ownPodCIDRs: this.#d.ownPodCIDRs,
-        // Without a local end there is no overlay yet: plan nothing rather than routes into nowhere.
-        peers: config.routing === 'vxlan' && !vxlan ? [] : peers,
-        ...(vxlan ? { vxlan } : {}),
-      });
-      const changes = diff(have, wanted.entries);
+      // A new underlay family means new FDB entries for everyone: plan from scratch.
+      const family = vxlan?.underlayFamily;
+      if (!this.#planner || this.#plannedFamily !== family) {
+        this.#planner = new Planner({
+          routing: config.routing,
+          ownPodCIDRs: this.#d.ownPodCIDRs,
+          ...(vxlan ? { vxlan } : {}),
+        });
+        this.#plannedFamily = family;
+      }
+      const planner = this.#planner;
+      // Without a local end there is no overlay yet: plan nothing rather than routes into nowhere.
+      const touched = planner.update(config.routing === 'vxlan' && !vxlan ? [] : peers);
+      const changes = fresh ? diff(have, planner.entries) : diffTouched(have, planner.entries, touched);
       const n = changeCount(changes);
-      this.#refused = n > 0 ? await applyChanges(ip, ns, this.device, changes, have) : [];
-      this.#plan = wanted;
+      if (fresh) this.#refused.clear();
+      const refused = n > 0 ? await applyChanges(ip, ns, this.device, changes, have) : [];
+      for (const r of changes.routes.put.concat(changes.routes.del)) this.#refused.delete(`route\t${r.dst}`);
+      for (const [k] of changes.neighbours.put.concat(changes.neighbours.del)) this.#refused.delete(`neighbour\t${k}`);
+      for (const [k] of changes.fdb.put.concat(changes.fdb.del)) this.#refused.delete(`fdb\t${k}`);
+      for (const r of refused) this.#refused.set(`${r.kind}\t${r.key}`, r);
       this.stats.syncs++;
       this.stats.lastSync = new Date(this.#d.now()).toISOString();
       this.stats.lastError = null;
       this.stats.lastChanges = n;
       this.stats.lastDurationMs = performance.now() - started;
-      const level = n > 0 || this.#refused.length > 0 ? 'info' : 'debug';
+      const level = n > 0 || refused.length > 0 ? 'info' : 'debug';
       log[level](
         {
           peers: peers.length,
           changes: n,
-          refused: this.#refused.length,
-          unroutable: wanted.unroutable.length,
+          refused: refused.length,
           fromKernel: fresh,
           ms: Math.round(this.stats.lastDurationMs),
         },
         'cluster routes synced',
       );
-      for (const r of this.#refused)
+      for (const r of refused)
         log.warn({ kind: r.kind, key: r.key, reason: r.reason }, 'kernel refused a cluster entry');
     } catch (err) {
       this.stats.failures++;
@@ -192,6 +212,7 @@ export class ClusterController {
     const local = this.#local ?? (await this.#findLocal(peers));
     if (!local) return undefined;
     this.#local = local;
+    if (this.#deviceChecked) return { device: config.vxlan.device, underlayFamily: local.family };
     const mtu = config.vxlan.mtu ?? (await this.#underlayMtu(local.dev, local.family));
     const addresses = this.#d.ownPodCIDRs.flatMap((text, i, all) => {
       const c = parseCidr(text);
@@ -212,6 +233,7 @@ export class ClusterController {
       },
       addresses,
     );
+    this.#deviceChecked = true;
     if (outcome !== 'kept') {
       log.info({ device: config.vxlan.device, outcome, local: local.address, mtu }, 'VXLAN device set up');
       // A new device has none of the old neighbour and FDB entries.

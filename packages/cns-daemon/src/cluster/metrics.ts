@@ -10,7 +10,7 @@ export function registerClusterMetrics(registry: Registry, c: ClusterController)
     labelNames: ['state'],
     registers,
     collect() {
-      const unroutable = new Set(c.plan?.unroutable.map((u) => u.peer));
+      const unroutable = new Set(c.planner?.unroutable.map((u) => u.peer));
       this.set({ state: 'routable' }, c.peers.filter((p) => !unroutable.has(p.name)).length);
       this.set({ state: 'unroutable' }, unroutable.size);
     },
@@ -21,7 +21,7 @@ export function registerClusterMetrics(registry: Registry, c: ClusterController)
     labelNames: ['kind'],
     registers,
     collect() {
-      const e = c.plan?.entries;
+      const e = c.planner?.entries;
       this.set({ kind: 'route' }, e?.routes.size ?? 0);
       this.set({ kind: 'neighbour' }, e?.neighbours.size ?? 0);
       this.set({ kind: 'fdb' }, e?.fdb.size ?? 0);

@@ -1,6 +1,13 @@
 import { expect, test } from 'vitest';
 import { changeCount, diff } from './diff';
-import { emptyEntries, plan, vtepMac } from './plan';
+import type { Peer } from './peers';
+import { emptyEntries, Planner, type PlanOptions, vtepMac } from './plan';
+
+const plan = (opts: PlanOptions & { peers: readonly Peer[] }) => {
+  const p = new Planner(opts);
+  p.update(opts.peers);
+  return p;
+};
 
 const peers = [
   { name: 'b', addresses: ['192.0.2.12', '2001:db8::12'], podCIDRs: ['10.244.2.0/24', 'fd00:10:244:2:0::/64'] },
@@ -68,4 +75,17 @@ test('diff: equal entries are left alone, changed ones replaced, departed ones d
   const c = diff(have, plan({ routing: 'host-gw', ownPodCIDRs: own, peers: moved }).entries);
   expect(c.routes.put.map((r) => `${r.dst} via ${r.via}`)).toEqual(['10.244.2.0/24 via 192.0.2.99']);
   expect(c.routes.del.map((r) => r.dst)).toEqual(['fd00:10:244:2::/64', '10.244.3.0/24']);
+});
+
+test('a new view re-plans only the peers that changed, and one that lost a contested CIDR gets it back', () => {
+  const p = new Planner({ routing: 'host-gw', ownPodCIDRs: own });
+  const first = p.update(peers);
+  expect(first.routes.size).toBe(3);
+  expect(p.update(peers.map((x) => ({ ...x }))).routes.size).toBe(0);
+  const touched = p.update([peers[1], peers[2]] as Peer[]);
+  // b left: its two routes go, and d, which wanted b's 10.244.2.0/24, now gets it.
+  expect([...touched.routes].sort()).toEqual(['10.244.2.0/24', 'fd00:10:244:2::/64']);
+  expect(p.entries.routes.get('10.244.2.0/24')?.via).toBe('192.0.2.14');
+  expect(p.ownerOf.get('10.244.2.0/24')).toBe('d');
+  expect(p.unroutable.map((u) => `${u.peer} ${u.cidr}`)).toEqual(['c fd00:10:244:3::/64', 'd 10.244.1.128/25']);
 });

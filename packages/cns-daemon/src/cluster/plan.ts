@@ -34,83 +34,164 @@ export interface Unroutable {
   reason: string;
 }
 
-export interface Plan {
-  entries: Entries;
-  unroutable: Unroutable[];
-  /** Which peer each entry is for (route dst, neighbour address, FDB MAC → peer name). */
-  ownerOf: Map<string, string>;
-}
-
-export interface PlanInput {
+export interface PlanOptions {
   routing: ClusterRouting;
   /** This node's pod CIDRs: a peer claiming one of them is refused. */
   ownPodCIDRs: readonly string[];
-  peers: readonly Peer[];
   /** vxlan: the device, and the family of the underlay (the local end's address). */
   vxlan?: { device: string; underlayFamily: Family };
 }
 
-export function plan(input: PlanInput): Plan {
-  const entries = emptyEntries();
-  const unroutable: Unroutable[] = [];
-  const ownerOf = new Map<string, string>();
-  if (input.routing === 'none') return { entries, unroutable, ownerOf };
-  const own = input.ownPodCIDRs.map(parseCidr);
-  const claimed = new Map<string, string>();
-  for (const peer of input.peers) {
+/** The keys a view changed in the plan: only these need comparing with the kernel. */
+export interface Touched {
+  routes: Set<string>;
+  neighbours: Set<string>;
+  fdb: Set<string>;
+}
+
+interface PeerPlan {
+  /** The peer's addresses and CIDRs as one string: an unchanged peer is not planned again. */
+  signature: string;
+  routes: RouteEntry[];
+  neighbours: [string, string][];
+  fdb: [string, string][];
+  unroutable: Unroutable[];
+  claims: string[];
+}
+
+/**
+ * The plan for the current view, kept up to date one peer at a time: a new view re-plans only the
+ * peers whose addresses or pod CIDRs changed (and those that lost a contested CIDR to another), so one
+ * node's change costs the same with 5 peers or 5,000.
+ */
+export class Planner {
+  readonly entries: Entries = emptyEntries();
+  /** Which peer each entry is for (route dst, neighbour address, FDB MAC → peer name). */
+  readonly ownerOf = new Map<string, string>();
+  readonly #opts: PlanOptions;
+  readonly #own: Cidr[];
+  readonly #peers = new Map<string, PeerPlan>();
+  /** Pod CIDR → the peer whose route it got. */
+  readonly #claims = new Map<string, string>();
+  /** Peers refused a CIDR because another peer claims it: planned again whenever anything changes. */
+  readonly #contested = new Set<string>();
+
+  constructor(opts: PlanOptions) {
+    this.#opts = opts;
+    this.#own = opts.ownPodCIDRs.map(parseCidr);
+  }
+
+  get unroutable(): Unroutable[] {
+    return [...this.#peers.values()].flatMap((p) => p.unroutable);
+  }
+
+  update(peers: readonly Peer[]): Touched {
+    const touched: Touched = { routes: new Set(), neighbours: new Set(), fdb: new Set() };
+    if (this.#opts.routing === 'none') return touched;
+    const present = new Set<string>();
+    const todo: Peer[] = [];
+    for (const p of peers) {
+      present.add(p.name);
+      const old = this.#peers.get(p.name);
+      if (!old || old.signature !== signatureOf(p)) todo.push(p);
+    }
+    const gone = [...this.#peers.keys()].filter((name) => !present.has(name));
+    if (todo.length === 0 && gone.length === 0) return touched;
+    const planned = new Set(todo.map((p) => p.name));
+    for (const p of peers) if (this.#contested.has(p.name) && !planned.has(p.name)) todo.push(p);
+    for (const name of [...gone, ...todo.map((p) => p.name)]) this.#remove(name, touched);
+    for (const p of todo) this.#add(p, touched);
+    return touched;
+  }
+
+  #remove(name: string, touched: Touched): void {
+    const old = this.#peers.get(name);
+    if (!old) return;
+    this.#peers.delete(name);
+    this.#contested.delete(name);
+    for (const c of old.claims) if (this.#claims.get(c) === name) this.#claims.delete(c);
+    const drop = (map: Map<string, unknown>, key: string, set: Set<string>) => {
+      if (this.ownerOf.get(key) !== name) return;
+      map.delete(key);
+      this.ownerOf.delete(key);
+      set.add(key);
+    };
+    for (const r of old.routes) drop(this.entries.routes, r.dst, touched.routes);
+    for (const [k] of old.neighbours) drop(this.entries.neighbours, k, touched.neighbours);
+    for (const [k] of old.fdb) drop(this.entries.fdb, k, touched.fdb);
+  }
+
+  #add(peer: Peer, touched: Touched): void {
+    const p: PeerPlan = {
+      signature: signatureOf(peer),
+      routes: [],
+      neighbours: [],
+      fdb: [],
+      unroutable: [],
+      claims: [],
+    };
     const cidrs: Cidr[] = [];
     for (const text of peer.podCIDRs) {
       let c: Cidr;
       try {
         c = parseCidr(text);
       } catch (err) {
-        unroutable.push({ peer: peer.name, cidr: text, reason: (err as Error).message });
+        p.unroutable.push({ peer: peer.name, cidr: text, reason: (err as Error).message });
         continue;
       }
       const key = formatCidr(c);
-      const other = claimed.get(key);
-      if (other !== undefined) {
-        unroutable.push({ peer: peer.name, cidr: key, reason: `also claimed by node ${other}` });
-      } else if (own.some((o) => overlaps(o, c))) {
-        unroutable.push({ peer: peer.name, cidr: key, reason: "overlaps this node's pod CIDRs" });
+      const other = this.#claims.get(key);
+      if (other !== undefined && other !== peer.name) {
+        p.unroutable.push({ peer: peer.name, cidr: key, reason: `also claimed by node ${other}` });
+        this.#contested.add(peer.name);
+      } else if (this.#own.some((o) => overlaps(o, c))) {
+        p.unroutable.push({ peer: peer.name, cidr: key, reason: "overlaps this node's pod CIDRs" });
       } else {
-        claimed.set(key, peer.name);
+        this.#claims.set(key, peer.name);
+        p.claims.push(key);
         cidrs.push(c);
       }
     }
-    if (input.vxlan) addVxlanPeer(entries, unroutable, ownerOf, peer, cidrs, input.vxlan);
-    else addHostGwPeer(entries, unroutable, ownerOf, peer, cidrs);
+    if (this.#opts.vxlan) planVxlanPeer(p, peer, cidrs, this.#opts.vxlan);
+    else planHostGwPeer(p, peer, cidrs);
+    this.#peers.set(peer.name, p);
+    for (const r of p.routes) {
+      this.entries.routes.set(r.dst, r);
+      this.ownerOf.set(r.dst, peer.name);
+      touched.routes.add(r.dst);
+    }
+    for (const [k, v] of p.neighbours) {
+      this.entries.neighbours.set(k, v);
+      this.ownerOf.set(k, peer.name);
+      touched.neighbours.add(k);
+    }
+    for (const [k, v] of p.fdb) {
+      this.entries.fdb.set(k, v);
+      this.ownerOf.set(k, peer.name);
+      touched.fdb.add(k);
+    }
   }
-  return { entries, unroutable, ownerOf };
+}
+
+function signatureOf(p: Peer): string {
+  return `${p.addresses.join(',')}|${p.podCIDRs.join(',')}`;
 }
 
 function addressOf(peer: Peer, family: Family): string | undefined {
   return peer.addresses.find((a) => familyOf(a) === family);
 }
 
-function addHostGwPeer(
-  entries: Entries,
-  unroutable: Unroutable[],
-  ownerOf: Map<string, string>,
-  peer: Peer,
-  cidrs: Cidr[],
-): void {
+function planHostGwPeer(p: PeerPlan, peer: Peer, cidrs: Cidr[]): void {
   for (const c of cidrs) {
     const dst = formatCidr(c);
     const via = addressOf(peer, c.family);
-    if (!via) {
-      unroutable.push({ peer: peer.name, cidr: dst, reason: `no IPv${c.family} address to route it via` });
-      continue;
-    }
-    entries.routes.set(dst, { dst, via, onlink: false });
-    ownerOf.set(dst, peer.name);
+    if (via) p.routes.push({ dst, via, onlink: false });
+    else p.unroutable.push({ peer: peer.name, cidr: dst, reason: `no IPv${c.family} address to route it via` });
   }
 }
 
-function addVxlanPeer(
-  entries: Entries,
-  unroutable: Unroutable[],
-  ownerOf: Map<string, string>,
+function planVxlanPeer(
+  p: PeerPlan,
   peer: Peer,
   cidrs: Cidr[],
   vxlan: { device: string; underlayFamily: Family },
@@ -118,12 +199,11 @@ function addVxlanPeer(
   if (cidrs.length === 0) return;
   const underlay = addressOf(peer, vxlan.underlayFamily);
   if (!underlay) {
-    unroutable.push({ peer: peer.name, reason: `no IPv${vxlan.underlayFamily} address for the VXLAN underlay` });
+    p.unroutable.push({ peer: peer.name, reason: `no IPv${vxlan.underlayFamily} address for the VXLAN underlay` });
     return;
   }
   const mac = vtepMac(peer.name);
-  entries.fdb.set(mac, underlay);
-  ownerOf.set(mac, peer.name);
+  p.fdb.push([mac, underlay]);
   // One VTEP address per family: the network address of the peer's first pod CIDR of that family.
   const vtep = new Map<Family, string>();
   for (const c of cidrs) {
@@ -131,12 +211,9 @@ function addVxlanPeer(
     if (!via) {
       via = vtepAddress(c);
       vtep.set(c.family, via);
-      entries.neighbours.set(via, mac);
-      ownerOf.set(via, peer.name);
+      p.neighbours.push([via, mac]);
     }
-    const dst = formatCidr(c);
-    entries.routes.set(dst, { dst, via, dev: vxlan.device, onlink: true });
-    ownerOf.set(dst, peer.name);
+    p.routes.push({ dst: formatCidr(c), via, dev: vxlan.device, onlink: true });
   }
 }
 

@@ -10,8 +10,8 @@ import { type Entries, emptyEntries, vtepMac } from './plan';
 
 export async function nodesReport(c: ClusterController): Promise<NodesReport> {
   const live = c.config.routing === 'none' ? emptyEntries() : await c.readKernel();
-  const planned = c.plan?.entries ?? emptyEntries();
-  const ownerOf = c.plan?.ownerOf ?? new Map<string, string>();
+  const planned = c.planner?.entries ?? emptyEntries();
+  const ownerOf = c.planner?.ownerOf ?? new Map<string, string>();
   const refused = new Map(c.refused.map((r) => [`${r.kind}\t${r.key}`, r.reason]));
   const byPeer = new Map<string, ClusterEntry[]>();
   const add = (peer: string | undefined, e: ClusterEntry) => {
@@ -50,7 +50,7 @@ export async function nodesReport(c: ClusterController): Promise<NodesReport> {
       ...stateOf('fdb', mac, live.fdb.has(mac), live.fdb.get(mac) === dst),
     });
   }
-  for (const u of c.plan?.unroutable ?? []) {
+  for (const u of c.planner?.unroutable ?? []) {
     add(u.peer, { kind: 'route', key: u.cidr ?? '*', state: 'unroutable', reason: u.reason });
   }
   const status = c.source.status();
