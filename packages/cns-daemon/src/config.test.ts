@@ -125,3 +125,12 @@ test('the cluster section: defaults, NODE_NAME wins over the file, a node may fi
     resyncSec: 60,
   });
 });
+
+test('in a pod of a cluster, routing without static peers watches the Node objects', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, `${NET}\ncluster: { routing: host-gw }`);
+  const env = { NODE_NAME: 'node-a', KUBERNETES_SERVICE_HOST: '10.96.0.1' };
+  expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toEqual({});
+  writeFileSync(file, `${NET}\ncluster: { routing: none }`);
+  expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toBeUndefined();
+});

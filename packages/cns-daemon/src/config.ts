@@ -92,9 +92,22 @@ export function loadConfig(
     if (value) raw[key] = value;
   }
   Object.assign(raw, flagOverrides);
-  // The DaemonSet passes the node's name through the downward API; it wins over the file.
-  if (env.NODE_NAME && typeof raw.cluster === 'object' && raw.cluster !== null && !Array.isArray(raw.cluster)) {
-    raw.cluster = { ...raw.cluster, nodeName: env.NODE_NAME };
+  if (typeof raw.cluster === 'object' && raw.cluster !== null && !Array.isArray(raw.cluster)) {
+    const cluster: Record<string, unknown> = { ...raw.cluster };
+    // The DaemonSet passes the node's name through the downward API; it wins over the file.
+    if (env.NODE_NAME) cluster.nodeName = env.NODE_NAME;
+    // In a pod of a cluster, with no static list, the peers come from the cluster's Node objects.
+    const noPeers = !Array.isArray(cluster.peers) || cluster.peers.length === 0;
+    if (
+      env.KUBERNETES_SERVICE_HOST &&
+      noPeers &&
+      cluster.kubernetes === undefined &&
+      cluster.routing !== undefined &&
+      cluster.routing !== 'none'
+    ) {
+      cluster.kubernetes = {};
+    }
+    raw.cluster = cluster;
   }
   return { config: validateConfig(raw, file ?? '(no file)'), ...(file ? { file } : {}) };
 }

@@ -1,8 +1,12 @@
-/** Chooses the peer source for the config and builds the cluster controller on the node's namespace. */
+/**
+ * Chooses the peer source (a watch on Kubernetes Nodes when `cluster.kubernetes` is set, else the static
+ * list) and builds the cluster controller on the node's namespace.
+ */
 import { type Ip, SELF } from '@ferry/net';
 import type { ClusterConfig, FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { ClusterController } from './controller';
+import { createKubePeerSource } from './kube-source';
 import { StaticPeerSource } from './static-source';
 
 export function buildCluster(
@@ -18,7 +22,14 @@ export function buildCluster(
   return new ClusterController({
     config: cluster,
     ownPodCIDRs,
-    source: new StaticPeerSource(cluster.peers, cluster.nodeName),
+    source: cluster.kubernetes
+      ? createKubePeerSource({
+          ...(cluster.kubernetes.kubeconfig ? { kubeconfig: cluster.kubernetes.kubeconfig } : {}),
+          // The config check requires a node name whenever `kubernetes` is set.
+          nodeName: cluster.nodeName ?? '',
+          log: log.child({ component: 'kube-source' }),
+        })
+      : new StaticPeerSource(cluster.peers, cluster.nodeName),
     ip,
     ns: SELF,
     log: log.child({ component: 'cluster' }),

@@ -142,7 +142,7 @@ export const ClusterConfigSchema = z.strictObject({
         ),
       }),
     ),
-    'Learn the peers from a watch on Kubernetes Node objects.',
+    'Learn the peers from a watch on Kubernetes Node objects. Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
   ),
   vxlan: doc(
     z._default(VxlanConfigSchema, { vni: 1, port: 8472, device: 'ferry.1' }),
