@@ -13,7 +13,8 @@ import {
   waitSynced,
 } from '../fixtures/cluster';
 import { ping } from '../fixtures/kernel';
-import { inNetns } from '../fixtures/netns';
+import { inNetns, inNetnsTry } from '../fixtures/netns';
+import { DIST_BIN } from '../fixtures/paths';
 
 const ferryRoutes = async (n: ClusterNode) => {
   const out: string[] = [];
@@ -27,7 +28,7 @@ const ferryRoutes = async (n: ClusterNode) => {
 };
 
 test.for(['host-gw', 'vxlan'] as const)(
-  '%s: kill and restart withdraw nothing and flap nothing; a departed peer loses its routes, nobody else does',
+  '%s: kill and restart withdraw nothing and flap nothing; a departed peer loses its routes, nobody else does; uninstall takes the rest',
   async (routing, t) => {
     const { nodes } = await useCluster(t, { routing, nodes: 3, topology: 'l2' });
     await Promise.all(nodes.map((n) => waitSynced(n)));
@@ -76,5 +77,14 @@ test.for(['host-gw', 'vxlan'] as const)(
     }
     expect(n3.name).toBe('node-3');
     expect(await ping(p1.netns, p2.ipv4)).toBe(true);
+
+    // Uninstall: Ferry's routes and the VXLAN device go, the foreign route stays; a second run finds nothing.
+    await n1.ferryd.stop();
+    const uninstall = () => inNetns(n1.node, `${DIST_BIN}/ferryd`, '--uninstall', '--config', n1.ferryd.configPath);
+    expect(await uninstall()).toContain('ferryd: uninstalled: 2 routes with proto 117 deleted');
+    expect(await ferryRoutes(n1)).toEqual([]);
+    expect(await inNetnsTry(n1.node, 'ip', 'link', 'show', 'ferry.1')).toMatchObject({ exitCode: 1 });
+    expect(await inNetns(n1.node, 'ip', 'route', 'show', '10.99.0.0/24')).toContain('proto static');
+    expect(await uninstall()).toContain('0 routes with proto 117 deleted, VXLAN device absent');
   },
 );

@@ -47,11 +47,13 @@ const ENV_KEYS = {
 export function parseFlags(argv: readonly string[]): {
   config?: string;
   check: boolean;
+  uninstall: boolean;
   overrides: Record<string, string>;
 } {
   const options = {
     config: { type: 'string', short: 'c' },
     check: { type: 'boolean' },
+    uninstall: { type: 'boolean' },
     socket: { type: 'string' },
     database: { type: 'string' },
     'delete-queue': { type: 'string' },
@@ -68,7 +70,12 @@ export function parseFlags(argv: readonly string[]): {
   if (v.database) overrides.database = v.database;
   if (v['delete-queue']) overrides.deleteQueue = v['delete-queue'];
   if (v['log-level']) overrides.logLevel = v['log-level'];
-  return { ...(v.config ? { config: v.config } : {}), check: v.check ?? false, overrides };
+  return {
+    ...(v.config ? { config: v.config } : {}),
+    check: v.check ?? false,
+    uninstall: v.uninstall ?? false,
+    overrides,
+  };
 }
 
 /** Reads the file (JSON, or YAML by extension or content), applies env and flag overrides, validates. */

@@ -4,8 +4,12 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Ip, SELF } from '@ferry/net';
+import { nodeRunner } from '@ferry/net/node-runner';
 import { CniError } from '@ferry/shared-types/errors';
 import pino from 'pino';
+import { FERRY_ROUTE_PROTO } from './cluster/kernel';
+import { uninstallCluster } from './cluster/uninstall';
 import { type FerrydConfig, loadConfig, parseFlags } from './config';
 import { startDaemon } from './daemon';
 import { StartupError } from './errors';
@@ -32,6 +36,16 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       process.off('SIGINT', handler);
       process.stdout.write(
         `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')}${clusterSummary(config)})\n`,
+      );
+      return 0;
+    }
+    if (flags.uninstall) {
+      // The DaemonSet's removal step: what ferryd put on the node goes; nothing is started.
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+      const r = await uninstallCluster(new Ip(nodeRunner), SELF, config.cluster);
+      process.stdout.write(
+        `ferryd: uninstalled: ${r.routes} routes with proto ${FERRY_ROUTE_PROTO} deleted, VXLAN device ${r.device}\n`,
       );
       return 0;
     }
