@@ -3,9 +3,11 @@
  * list) and builds the cluster controller on the node's namespace.
  */
 import { type Ip, SELF } from '@ferry/net';
+import { nodeRunner } from '@ferry/net/node-runner';
 import type { ClusterConfig, FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { ClusterController } from './controller';
+import { egressStep } from './egress';
 import { createKubePeerSource } from './kube-source';
 import { StaticPeerSource } from './static-source';
 
@@ -30,6 +32,7 @@ export function buildCluster(
           log: log.child({ component: 'kube-source' }),
         })
       : new StaticPeerSource(cluster.peers, cluster.nodeName),
+    egress: egressStep(cluster.masquerade, { podCIDRs: ownPodCIDRs, clusterCIDRs: cluster.clusterCIDRs }, nodeRunner),
     ip,
     ns: SELF,
     log: log.child({ component: 'cluster' }),

@@ -10,6 +10,7 @@ import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { type Family, familyOf, parseCidr } from '../ipam/cidr';
 import { changeCount, diff, diffTouched } from './diff';
+import type { EgressStep } from './egress';
 import { applyChanges, type Refused, readEntries } from './kernel';
 import type { Peer, PeerSource } from './peers';
 import { type Entries, Planner, vtepAddress, vtepMac } from './plan';
@@ -22,6 +23,8 @@ export interface ClusterControllerDeps {
   source: PeerSource;
   ip: Ip;
   ns: Netns;
+  /** Sets up (or removes) egress masquerade; run at every kernel read. Returns what is in place. */
+  egress?: EgressStep;
   log: Logger;
   now: () => number;
 }
@@ -58,6 +61,7 @@ export class ClusterController {
   #timer: NodeJS.Timeout | undefined;
   #local: LocalEnd | undefined;
   #plannedFamily: Family | undefined;
+  #egress: string | undefined;
   readonly stats: SyncStats = {
     syncs: 0,
     failures: 0,
@@ -99,6 +103,11 @@ export class ClusterController {
 
   get local(): { address: string; family: Family } | undefined {
     return this.#local;
+  }
+
+  /** What egress is set to after the last kernel read ("masquerade (nft)", "off"); undefined before. */
+  get egress(): string | undefined {
+    return this.#egress;
   }
 
   start(): void {
@@ -179,6 +188,8 @@ export class ClusterController {
       for (const [k] of changes.neighbours.put.concat(changes.neighbours.del)) this.#refused.delete(`neighbour\t${k}`);
       for (const [k] of changes.fdb.put.concat(changes.fdb.del)) this.#refused.delete(`fdb\t${k}`);
       for (const r of refused) this.#refused.set(`${r.kind}\t${r.key}`, r);
+      // After the routes: a firewall that fails must not hold up routing.
+      if (fresh && this.#d.egress) this.#egress = await this.#d.egress();
       this.stats.syncs++;
       this.stats.lastSync = new Date(this.#d.now()).toISOString();
       this.stats.lastError = null;

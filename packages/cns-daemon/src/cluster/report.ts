@@ -72,6 +72,7 @@ export async function nodesReport(c: ClusterController): Promise<NodesReport> {
           },
         }
       : {}),
+    ...(c.egress ? { egress: c.egress } : {}),
     peers: c.peers.map((p) => {
       const entries = byPeer.get(p.name) ?? [];
       return {

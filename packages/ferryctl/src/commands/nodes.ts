@@ -14,6 +14,7 @@ export async function cmdNodes(ctx: Context): Promise<number> {
   ctx.print(
     `last sync ${r.sync.lastSync ?? 'never'} (${r.sync.syncs} syncs, ${r.sync.failures} failed, ${r.sync.lastChanges} changes in ${r.sync.lastDurationMs.toFixed(1)} ms)${r.sync.lastError ? `; last error: ${r.sync.lastError}` : ''}`,
   );
+  if (r.egress) ctx.print(`egress: ${r.egress}`);
   if (r.vxlan) {
     ctx.print(
       `vxlan ${r.vxlan.device}: VNI ${r.vxlan.vni}, port ${r.vxlan.port}, MAC ${r.vxlan.mac}, local ${r.vxlan.local ?? '(not known yet)'}`,

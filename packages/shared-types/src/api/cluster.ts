@@ -58,6 +58,8 @@ export const NodesReportSchema = z.strictObject({
       port: z.number(),
     }),
   ),
+  /** Egress as set at the last kernel read: "masquerade (nft)", "masquerade (iptables)" or "off". */
+  egress: z.optional(z.string()),
   peers: z.array(ClusterPeerSchema),
   /** Entries of Ferry's in the kernel that no peer accounts for (a departed node's, until the next sync). */
   stale: z.array(ClusterEntrySchema),
