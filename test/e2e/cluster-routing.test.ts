@@ -79,6 +79,24 @@ describe('host-gw', () => {
     await waitSynced(n1);
     expect(await ferryctl(n1.ferryd, 'doctor')).toMatchObject({ exitCode: 0 });
     expect(await inNetnsTry(n1.node, 'ip', 'route', 'show', '10.250.0.0/24')).toMatchObject({ stdout: '' });
+
+    // Another owner's route to a peer's CIDR, there before ferryd starts: ferryd leaves it and says why.
+    await n1.ferryd.stop();
+    await inNetns(n1.node, 'ip', 'route', 'del', '10.244.3.0/24', 'proto', PROTO);
+    await inNetns(n1.node, 'ip', 'route', 'add', '10.244.3.0/24', 'via', '192.168.10.99', 'proto', 'static');
+    await n1.ferryd.start();
+    await waitSynced(n1);
+    expect(await inNetns(n1.node, 'ip', 'route', 'show', '10.244.3.0/24')).toMatch(
+      /via 192\.168\.10\.99 .*proto static/,
+    );
+    const blocked = JSON.parse((await ferryctl(n1.ferryd, 'nodes', '--json')).stdout);
+    expect(blocked.peers[1].entries).toContainEqual(
+      expect.objectContaining({
+        key: '10.244.3.0/24',
+        state: 'refused',
+        reason: expect.stringMatching(/another owner's route/),
+      }),
+    );
   });
 
   test("a peer that is not on the link shows as refused, with the kernel's reason, and the others are routed", async (t) => {

@@ -124,13 +124,17 @@ export class IpBatch {
     return this.#push(args);
   }
 
-  /** Adds or changes an owned route in the main table. */
+  /**
+   * Adds an owned route to the main table. Fails ("File exists") when any route to dst with the same
+   * metric is there, whoever owns it: a new route must never take another owner's place.
+   */
+  addOwnedRoute(r: OwnedRouteSpec): this {
+    return this.#push(ownedRouteArgs('add', r));
+  }
+
+  /** Changes an owned route in place (only for a route known to carry the owner's protocol). */
   replaceRoute(r: OwnedRouteSpec): this {
-    const args = ['route', 'replace', r.dst, 'via', r.via];
-    if (r.dev) args.push('dev', r.dev);
-    if (r.onlink) args.push('onlink');
-    args.push('proto', String(r.proto));
-    return this.#push(args);
+    return this.#push(ownedRouteArgs('replace', r));
   }
 
   /** Deletes the route to `dst` only if it carries `proto`: another owner's route to dst stays. */
@@ -186,6 +190,14 @@ export class IpBatch {
   showRoutes(): this {
     return this.#push(['route', 'show', 'table', 'all'], true);
   }
+}
+
+function ownedRouteArgs(verb: 'add' | 'replace', r: OwnedRouteSpec): string[] {
+  const args = ['route', verb, r.dst, 'via', r.via];
+  if (r.dev) args.push('dev', r.dev);
+  if (r.onlink) args.push('onlink');
+  args.push('proto', String(r.proto));
+  return args;
 }
 
 /**

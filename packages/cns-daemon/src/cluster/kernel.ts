@@ -73,7 +73,9 @@ export async function applyChanges(
     }
   }
   for (const r of changes.routes.put) {
-    batch.replaceRoute({ ...r, proto: FERRY_ROUTE_PROTO });
+    // Replace only a route known to be Ferry's; a new one is added, so it never displaces another owner's.
+    if (have.routes.has(r.dst)) batch.replaceRoute({ ...r, proto: FERRY_ROUTE_PROTO });
+    else batch.addOwnedRoute({ ...r, proto: FERRY_ROUTE_PROTO });
     keys.push({ kind: 'route', key: r.dst });
   }
   for (const r of changes.routes.del) {
@@ -122,6 +124,8 @@ async function run(ip: Ip, ns: Netns, batch: IpBatch | FdbBatch, keys: Key[]): P
   return failed.flatMap((f) => {
     const k = keys[f.index];
     if (!k || (k.del && /No such (process|file)|not found|Cannot find/i.test(f.message))) return [];
-    return [{ kind: k.kind, key: k.key, reason: f.message }];
+    const taken = !k.del && k.kind === 'route' && /File exists/.test(f.message);
+    const reason = taken ? `another owner's route to this prefix is in the way (${f.message})` : f.message;
+    return [{ kind: k.kind, key: k.key, reason }];
   });
 }

@@ -1,5 +1,5 @@
 /** Cluster networking's metrics, read from the controller and its PeerSource at scrape time. */
-import { Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ClusterController } from './controller';
 
 export function registerClusterMetrics(registry: Registry, c: ClusterController): void {
@@ -27,15 +27,16 @@ export function registerClusterMetrics(registry: Registry, c: ClusterController)
       this.set({ kind: 'fdb' }, e?.fdb.size ?? 0);
     },
   });
-  // Counters kept by the controller and the source, exposed as they stand (they only grow).
-  new Gauge({
+  // Counters kept by the controller and the source, copied at scrape time (they only grow).
+  new Counter({
     name: 'ferry_cluster_route_syncs_total',
     help: 'Route syncs (a peer view applied to the kernel), by result',
     labelNames: ['result'],
     registers,
     collect() {
-      this.set({ result: 'ok' }, c.stats.syncs);
-      this.set({ result: 'error' }, c.stats.failures);
+      this.reset();
+      this.inc({ result: 'ok' }, c.stats.syncs);
+      this.inc({ result: 'error' }, c.stats.failures);
     },
   });
   new Gauge({
@@ -62,12 +63,13 @@ export function registerClusterMetrics(registry: Registry, c: ClusterController)
       this.set(c.stats.lastSync ? Date.parse(c.stats.lastSync) / 1000 : 0);
     },
   });
-  new Gauge({
+  new Counter({
     name: 'ferry_cluster_watch_restarts_total',
     help: "Restarts of the peer source's watch (410 Gone, a dropped connection, the API server away)",
     registers,
     collect() {
-      this.set(c.source.status().watchRestarts);
+      this.reset();
+      this.inc(c.source.status().watchRestarts);
     },
   });
 }
