@@ -123,6 +123,19 @@ describe('host-gw', () => {
   });
 });
 
+test('a running ferryd repairs its routes at every resync: a deleted one comes back, a stray one goes', async (t) => {
+  const { nodes } = await useCluster(t, { routing: 'host-gw', nodes: 2, topology: 'l2', cluster: { resyncSec: 1 } });
+  const [n1] = nodes as [ClusterNode];
+  await waitSynced(n1);
+  const before = await ferryRoutes(n1);
+  await inNetns(n1.node, 'ip', 'route', 'del', '10.244.2.0/24', 'proto', PROTO);
+  await inNetns(n1.node, 'ip', 'route', 'add', '10.250.0.0/24', 'via', '192.168.10.12', 'proto', PROTO);
+  const syncs = JSON.parse((await ferryctl(n1.ferryd, 'nodes', '--json')).stdout).sync.syncs;
+  // Two more syncs: at least one read the kernel after the changes above.
+  await waitSynced(n1, syncs + 2);
+  expect(await ferryRoutes(n1)).toEqual(before);
+});
+
 describe('vxlan', () => {
   test('every pod reaches every pod across an L3 hop, IPv4 and IPv6, through one VXLAN device per node', async (t) => {
     const { nodes } = await useCluster(t, { routing: 'vxlan', nodes: 3, topology: 'l3' });
@@ -149,5 +162,17 @@ describe('vxlan', () => {
     expect(json.vxlan).toMatchObject({ device: 'ferry.1', local: '192.168.10.11' });
     expect(json.peers.every((p: { state: string }) => p.state === 'ok')).toBe(true);
     expect(await ferryctl(n1.ferryd, 'doctor')).toMatchObject({ exitCode: 0 });
+  });
+
+  test('over an IPv6 underlay (nodes known only by IPv6 addresses), IPv4 and IPv6 pods reach each other', async (t) => {
+    const { nodes } = await useCluster(t, { routing: 'vxlan', nodes: 3, topology: 'l3', peerFamilies: [6] });
+    await Promise.all(nodes.map((n) => waitSynced(n)));
+    const [n1] = nodes as [ClusterNode];
+    const dev = JSON.parse(await inNetns(n1.node, 'ip', '-j', '-d', 'link', 'show', 'ferry.1'))[0];
+    expect(dev.linkinfo.info_data).toMatchObject({ local6: 'fd00:168:10::11' });
+    expect(dev.mtu).toBe(1430);
+    const fdb = JSON.parse(await inNetns(n1.node, 'bridge', '-j', 'fdb', 'show', 'dev', 'ferry.1'));
+    expect(fdb.map((f: { dst: string }) => f.dst).sort()).toEqual(['fd00:168:10::12', 'fd00:168:11::13']);
+    await everyPodPingsEveryOther(await podsOn(t, nodes));
   });
 });
