@@ -159,14 +159,16 @@ export class ClusterController {
     const { config, ip, ns, log } = this.#d;
     const started = performance.now();
     try {
-      const fresh = this.#have === undefined || this.#lastRead === 0;
-      if (fresh) this.#deviceChecked = false;
+      if (this.#have === undefined || this.#lastRead === 0) this.#deviceChecked = false;
       const vxlan = config.routing === 'vxlan' ? await this.#ensureDevice(peers) : undefined;
-      if (fresh) {
-        this.#have = await readEntries(ip, ns, this.device);
+      // After the device: a device just created or re-created needs its entries read again.
+      let have = this.#have;
+      const fresh = have === undefined || this.#lastRead === 0;
+      if (have === undefined || fresh) {
+        have = await readEntries(ip, ns, this.device);
+        this.#have = have;
         this.#lastRead = this.#d.now();
       }
-      const have = this.#have as Entries;
       // A new underlay family means new FDB entries for everyone: plan from scratch.
       const family = vxlan?.underlayFamily;
       if (!this.#planner || this.#plannedFamily !== family) {
