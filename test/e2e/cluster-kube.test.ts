@@ -2,14 +2,21 @@
  * ferryd with peers from a Kubernetes API (the fake API server inside the node's namespace, as the API
  * server's service address would be reached from a node): nodes added, changed (new InternalIP) and
  * deleted while it runs, a 410 Gone and a dropped watch, and ferryd's host-gw routes follow each change.
- * The time each change took to reach the kernel is printed; the ceiling below only bounds a hang.
+ * With pods on three nodes whose peers all come from the API, a re-addressed node stays reachable and a
+ * deleted one does not. The time each change took to reach the kernel is printed; the ceiling below only
+ * bounds a hang.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, test } from 'vitest';
+import { addPod, type ClusterNode, useCluster } from '../fixtures/cluster';
 import { ferryctl } from '../fixtures/ferryctl';
 import { useFerryd } from '../fixtures/ferryd';
-import { nodeObject, useKubeApi } from '../fixtures/kube-api';
+import { ping } from '../fixtures/kernel';
+import { kubeconfigFor, nodeObject, useKubeApi } from '../fixtures/kube-api';
 import { inNetns, type TestNetns, useNetns, useVeth } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
+import { useTmpDir } from '../fixtures/tmp';
 
 const CEILING_MS = 10_000;
 
@@ -107,3 +114,49 @@ test('host-gw routes follow Node objects added, changed and deleted, across a 41
   expect(metrics.body).toMatch(/^ferry_cluster_watch_restarts_total [2-9]/m);
   expect(metrics.body).toMatch(/^ferry_cluster_peers\{state="routable"\} 1$/m);
 });
+
+test('pods on three nodes whose peers come from the API: a node re-addressed stays reachable, a deleted one is not', async (t) => {
+  const underlay = await useNetns(t, 'ul');
+  const api = await useKubeApi(t, { netns: underlay, host: '0.0.0.0' });
+  // The nodes reach the API server at the underlay's bridge address, as a node reaches its API server.
+  const kubeconfig = join(useTmpDir(t, 'kubeconfig'), 'kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigFor(`http://192.168.10.1:${new URL(api.url).port}`));
+  for (const n of [1, 2, 3]) await api.put(node(n));
+  const { nodes } = await useCluster(t, {
+    routing: 'host-gw',
+    nodes: 3,
+    topology: 'l2',
+    underlay,
+    cluster: { peers: [], kubernetes: { kubeconfig } },
+  });
+  const [n1, n2, n3] = nodes as [ClusterNode, ClusterNode, ClusterNode];
+  await until(n1.node, [...routesTo(2), ...routesTo(3)], 'initial list');
+  const pods = [await addPod(t, n1), await addPod(t, n2), await addPod(t, n3)] as const;
+  for (const [i, a] of pods.entries()) {
+    for (const [j, b] of pods.entries()) {
+      if (i !== j) expect(await ping(a.netns, b.ipv4), `pod ${i + 1} → pod ${j + 1}`).toBe(true);
+    }
+  }
+
+  // node-2 moves to a new InternalIP: the others follow, and the old address can go.
+  // Deleting the old (primary) address later must not take the new one with it.
+  await inNetns(n2.node, 'sysctl', '-qw', 'net.ipv4.conf.eth0.promote_secondaries=1');
+  await inNetns(n2.node, 'ip', 'addr', 'add', '192.168.10.22/24', 'dev', 'eth0');
+  await api.put(node(2, '192.168.10.22'));
+  const moved = ['10.244.2.0/24 via 192.168.10.22', 'fd00:10:244:2::/64 via fd00:168:10::12'];
+  await until(n1.node, [...moved, ...routesTo(3)], 'node-2 re-addressed');
+  await until(n3.node, [...routesTo(1), ...moved], 'node-2 re-addressed, seen from node-3');
+  await inNetns(n2.node, 'ip', 'addr', 'del', '192.168.10.12/24', 'dev', 'eth0');
+  expect(await ping(pods[0].netns, pods[1].ipv4), 'pod 1 → pod 2 after the move').toBe(true);
+  expect(await ping(pods[2].netns, pods[1].ipv6), 'pod 3 → pod 2 after the move').toBe(true);
+
+  await api.delete('node-3');
+  await until(n1.node, moved, 'node-3 deleted');
+  expect(await ping(pods[0].netns, pods[2].ipv4)).toBe(false);
+  expect(await ping(pods[0].netns, pods[1].ipv4)).toBe(true);
+});
+
+const routesTo = (n: number) => [
+  `10.244.${n}.0/24 via 192.168.10.${10 + n}`,
+  `fd00:10:244:${n}::/64 via fd00:168:10::${10 + n}`,
+];
