@@ -49,7 +49,8 @@ export class ClusterController {
   #peers: readonly Peer[] | undefined;
   /** What the kernel holds of Ferry's, as of the last read plus what ferryd changed since. */
   #have: Entries | undefined;
-  #lastRead = 0;
+  /** The next sync reads the kernel first (at start, every resyncSec, after a failure or a new device). */
+  #readDue = true;
   #planner: Planner | undefined;
   /** The VXLAN device was checked since the last kernel read. */
   #deviceChecked = false;
@@ -117,7 +118,7 @@ export class ClusterController {
     });
     const every = this.#d.config.resyncSec * 1000;
     this.#timer = setInterval(() => {
-      this.#lastRead = 0;
+      this.#readDue = true;
       void this.syncSoon();
     }, every);
     this.#timer.unref();
@@ -159,15 +160,15 @@ export class ClusterController {
     const { config, ip, ns, log } = this.#d;
     const started = performance.now();
     try {
-      if (this.#have === undefined || this.#lastRead === 0) this.#deviceChecked = false;
+      if (this.#readDue) this.#deviceChecked = false;
       const vxlan = config.routing === 'vxlan' ? await this.#ensureDevice(peers) : undefined;
       // After the device: a device just created or re-created needs its entries read again.
       let have = this.#have;
-      const fresh = have === undefined || this.#lastRead === 0;
+      const fresh = have === undefined || this.#readDue;
       if (have === undefined || fresh) {
         have = await readEntries(ip, ns, this.device);
         this.#have = have;
-        this.#lastRead = this.#d.now();
+        this.#readDue = false;
       }
       // A new underlay family means new FDB entries for everyone: plan from scratch.
       const family = vxlan?.underlayFamily;
@@ -214,7 +215,7 @@ export class ClusterController {
       this.stats.failures++;
       this.stats.lastError = (err as Error).message;
       // Read the kernel again next time: a failed batch may have applied part of its lines.
-      this.#lastRead = 0;
+      this.#readDue = true;
       log.error({ err }, 'cluster route sync failed');
     }
   }
@@ -250,7 +251,7 @@ export class ClusterController {
     if (outcome !== 'kept') {
       log.info({ device: config.vxlan.device, outcome, local: local.address, mtu }, 'VXLAN device set up');
       // A new device has none of the old neighbour and FDB entries.
-      this.#lastRead = 0;
+      this.#readDue = true;
     }
     return { device: config.vxlan.device, underlayFamily: local.family };
   }
