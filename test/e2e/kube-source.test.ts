@@ -273,6 +273,37 @@ describe('Kubernetes peer source against a fake API server', () => {
     for (const s of seen) expect(s.retryInMs).toBeLessThanOrEqual(backoff.maxMs);
   });
 
+  test('stop() closes the watch, and no report comes after it', async (t) => {
+    const api = await useKubeApi(t);
+    await seed(api);
+    const w = watchPeers(t, api);
+    await w.until(has('node-c'));
+    await api.watching();
+    await w.source.stop();
+    await api.idle();
+    const reports = w.reports.length;
+    await api.put(nodeObject('node-d', ['192.0.2.14'], ['10.244.4.0/24']));
+    // A round trip through the server and a watch that would have been open: still nothing.
+    expect((await api.stats()).openWatches).toBe(0);
+    expect(w.reports).toHaveLength(reports);
+  });
+
+  test('stop() while the first list is in flight: no watch follows the list', async (t) => {
+    const api = await useKubeApi(t);
+    await seed(api);
+    await api.hold();
+    const w = watchPeers(t, api);
+    await api.held();
+    await w.source.stop();
+    await api.release();
+    // Nothing may happen now; give a watch that should not come ample time to show up anyway.
+    const watch = api.watching().then(() => 'a watch was opened');
+    const quiet = new Promise((resolve) => setTimeout(() => resolve('quiet'), 1_000));
+    expect(await Promise.race([watch, quiet])).toBe('quiet');
+    expect((await api.stats()).watches).toEqual([]);
+    expect(w.reports).toEqual([]);
+  });
+
   test('a malformed Node is skipped with a log line; the others are reported; it returns once valid', async (t) => {
     const api = await useKubeApi(t);
     await seed(api);

@@ -112,11 +112,14 @@ interface WatchHooks {
 
 /**
  * The library's Watch with what ListWatch does not ask for: bookmarks (so a resumed watch starts from a
- * recent resourceVersion instead of one the API server may have compacted), a server-side timeout, and a
- * client-side deadline that cuts a watch whose connection died without a FIN.
+ * recent resourceVersion instead of one the API server may have compacted), a server-side timeout, a
+ * client-side deadline that cuts a watch whose connection died without a FIN, and close(): ListWatch's
+ * stop() misses a watch it starts after a list that was in flight, or one still connecting.
  */
 class NodeWatch extends Watch {
   readonly #hooks: WatchHooks;
+  readonly #open = new Set<AbortController>();
+  #closed = false;
 
   constructor(config: KubeConfig, hooks: WatchHooks) {
     super(config);
@@ -129,9 +132,11 @@ class NodeWatch extends Watch {
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
+    if (this.#closed) return abortedController();
     const timeoutSeconds = Math.round(WATCH_TIMEOUT_MIN_SEC * (1 + Math.random()));
     let deadline: NodeJS.Timeout | undefined;
-    const controller = await super.watch(
+    let controller: AbortController | undefined;
+    controller = await super.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true, timeoutSeconds },
       (phase, object, raw) => {
@@ -140,21 +145,39 @@ class NodeWatch extends Watch {
       },
       (err) => {
         clearTimeout(deadline);
+        if (controller) this.#open.delete(controller);
         done(err);
       },
     );
+    if (this.#closed) controller.abort();
     if (!controller.signal.aborted) {
-      deadline = setTimeout(() => controller.abort(), (timeoutSeconds + WATCH_DEADLINE_GRACE_SEC) * 1000);
+      this.#open.add(controller);
+      const c = controller;
+      deadline = setTimeout(() => c.abort(), (timeoutSeconds + WATCH_DEADLINE_GRACE_SEC) * 1000);
       deadline.unref();
     }
     return controller;
   }
+
+  /** Ends every open watch and refuses new ones. */
+  close(): void {
+    this.#closed = true;
+    for (const c of this.#open) c.abort();
+    this.#open.clear();
+  }
+}
+
+function abortedController(): AbortController {
+  const c = new AbortController();
+  c.abort();
+  return c;
 }
 
 class KubePeerSource implements PeerSource {
   readonly #opts: KubePeerSourceOptions;
   readonly #log: Logger;
   readonly #informer: ListWatch<V1Node>;
+  readonly #watch: NodeWatch;
   /** Valid peers by node name, kept in step with the informer's cache. */
   readonly #peers = new Map<string, Peer>();
   readonly #status: PeerSourceStatus = { kind: 'kubernetes', lastSync: null, watchRestarts: 0, lastError: null };
@@ -172,8 +195,8 @@ class KubePeerSource implements PeerSource {
     this.#opts = opts;
     this.#log = opts.log.child({ peerSource: 'kubernetes' });
     const api = kc.makeApiClient(CoreV1Api);
-    const watch = new NodeWatch(kc, { onEvent: (type, object) => this.#onWatchEvent(type, object) });
-    this.#informer = new ListWatch<V1Node>(NODES_PATH, watch, () => this.#list(api), false);
+    this.#watch = new NodeWatch(kc, { onEvent: (type, object) => this.#onWatchEvent(type, object) });
+    this.#informer = new ListWatch<V1Node>(NODES_PATH, this.#watch, () => this.#list(api), false);
     this.#informer.on('add', (node) => this.#upsert(node));
     this.#informer.on('update', (node) => this.#upsert(node));
     this.#informer.on('delete', (node) => this.#remove(node.metadata?.name));
@@ -196,6 +219,7 @@ class KubePeerSource implements PeerSource {
     this.#stopped = true;
     clearTimeout(this.#retry);
     if (this.#flush) clearImmediate(this.#flush);
+    this.#watch.close();
     await this.#informer.stop();
   }
 
