@@ -5,6 +5,8 @@
  * retrying with a bounded back-off when the API server is away (the informer stops on any other error),
  * validation of each Node, and one coherent peer set per change for the listener.
  */
+
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import {
   CoreV1Api,
   KubeConfig,
@@ -38,7 +40,7 @@ const WATCH_TIMEOUT_MIN_SEC = 300;
 /** How long past its timeoutSeconds a watch may stay open before we cut it (a half-open connection). */
 const WATCH_DEADLINE_GRACE_SEC = 30;
 
-const ip = () => z.union([z.ipv4(), z.ipv6()]);
+const IpSchema = z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
 
 /** The fields of a Node that peers are made of; everything else in the object is ignored. */
@@ -54,7 +56,7 @@ const NodeSchema = z.object({
     z.object({
       addresses: z.optional(
         z.array(z.object({ type: z.string(), address: z.string() })).check(
-          z.refine((list) => list.every((a) => a.type !== 'InternalIP' || ip().safeParse(a.address).success), {
+          z.refine((list) => list.every((a) => a.type !== 'InternalIP' || IpSchema.safeParse(a.address).success), {
             message: 'an InternalIP address is not an IP address',
           }),
         ),
@@ -69,10 +71,7 @@ const StatusSchema = z.object({ code: z.optional(z.number()), message: z.optiona
 /** The peer a Node object stands for, or the reason it cannot be one. */
 export function peerOfNode(node: unknown): { peer: Peer } | { problem: string } {
   const r = NodeSchema.safeParse(node);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    return { problem: `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` };
-  }
+  if (!r.success) return { problem: describeFirstIssue(r.error) };
   const { metadata, spec, status } = r.data;
   const addresses = (status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
   // spec.podCIDRs (dual-stack, 1.16+) lists podCIDR first; older API servers set only podCIDR.
