@@ -273,6 +273,68 @@ describe('Kubernetes peer source against a fake API server', () => {
     for (const s of seen) expect(s.retryInMs).toBeLessThanOrEqual(backoff.maxMs);
   });
 
+  test('5,000 nodes: the first report has them all, and one change is reported alone', async (t) => {
+    const api = await useKubeApi(t);
+    const count = 5_000;
+    const cluster = Array.from({ length: count }, (_, i) =>
+      nodeObject(`node-${i}`, [`10.${100 + (i >> 8)}.${i & 255}.1`], [`10.${(i >> 8) + 1}.${i & 255}.0/24`]),
+    );
+    await api.putMany(cluster);
+    const t0 = performance.now();
+    const w = watchPeers(t, api);
+    const first = await w.until(() => true);
+    const coldMs = performance.now() - t0;
+    expect(first).toHaveLength(count);
+    expect(first.find((p) => p.name === 'node-4999')).toEqual({
+      name: 'node-4999',
+      addresses: ['10.119.135.1'],
+      podCIDRs: ['10.20.135.0/24'],
+    });
+    await api.watching();
+    const change = await timed(
+      w,
+      () => api.put(nodeObject('node-17', ['10.200.0.17'], ['10.1.17.0/24'])),
+      (p) => p.find((x) => x.name === 'node-17')?.addresses[0] === '10.200.0.17',
+    );
+    expect(change.peers).toHaveLength(count);
+    expect(w.reports).toHaveLength(2);
+    console.log(
+      `kube-source, ${count} nodes: list → first report ${coldMs.toFixed(0)} ms; one change → report ` +
+        `${change.ms.toFixed(1)} ms (in-process under vitest, loopback, noisy shared machine)`,
+    );
+  });
+
+  test('stop() closes the watch, and no report comes after it', async (t) => {
+    const api = await useKubeApi(t);
+    await seed(api);
+    const w = watchPeers(t, api);
+    await w.until(has('node-c'));
+    await api.watching();
+    await w.source.stop();
+    await api.idle();
+    const reports = w.reports.length;
+    await api.put(nodeObject('node-d', ['192.0.2.14'], ['10.244.4.0/24']));
+    // A round trip through the server and a watch that would have been open: still nothing.
+    expect((await api.stats()).openWatches).toBe(0);
+    expect(w.reports).toHaveLength(reports);
+  });
+
+  test('stop() while the first list is in flight: no watch follows the list', async (t) => {
+    const api = await useKubeApi(t);
+    await seed(api);
+    await api.hold();
+    const w = watchPeers(t, api);
+    await api.held();
+    await w.source.stop();
+    await api.release();
+    // Nothing may happen now; give a watch that should not come ample time to show up anyway.
+    const watch = api.watching().then(() => 'a watch was opened');
+    const quiet = new Promise((resolve) => setTimeout(() => resolve('quiet'), 1_000));
+    expect(await Promise.race([watch, quiet])).toBe('quiet');
+    expect((await api.stats()).watches).toEqual([]);
+    expect(w.reports).toEqual([]);
+  });
+
   test('a malformed Node is skipped with a log line; the others are reported; it returns once valid', async (t) => {
     const api = await useKubeApi(t);
     await seed(api);

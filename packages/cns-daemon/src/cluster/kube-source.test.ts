@@ -1,5 +1,7 @@
-import { describe, expect, test } from 'vitest';
-import { peerOfNode } from './kube-source';
+import pino from 'pino';
+import { describe, expect, test, vi } from 'vitest';
+import { StartupError } from '../errors';
+import { createKubePeerSource, peerOfNode } from './kube-source';
 
 describe('peerOfNode', () => {
   test('InternalIP addresses only, spec.podCIDRs before spec.podCIDR', () => {
@@ -47,5 +49,25 @@ describe('peerOfNode', () => {
     const r = peerOfNode(node);
     expect(r).not.toHaveProperty('peer');
     expect(r).toEqual({ problem: expect.stringMatching(problem) });
+  });
+});
+
+describe('createKubePeerSource refuses a config it cannot use, naming why', () => {
+  const log = pino({ level: 'silent' });
+
+  test('a kubeconfig file that is not there', () => {
+    const create = () => createKubePeerSource({ kubeconfig: '/nonexistent/kubeconfig', nodeName: 'a', log });
+    expect(create).toThrow(StartupError);
+    expect(create).toThrow(/load kubeconfig \/nonexistent\/kubeconfig: .*ENOENT/);
+  });
+
+  test('no kubeconfig and not in a cluster', () => {
+    vi.stubEnv('KUBERNETES_SERVICE_HOST', undefined);
+    vi.stubEnv('KUBERNETES_SERVICE_PORT', undefined);
+    try {
+      expect(() => createKubePeerSource({ nodeName: 'a', log })).toThrow(/not in a cluster/);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });

@@ -5,6 +5,8 @@
  * retrying with a bounded back-off when the API server is away (the informer stops on any other error),
  * validation of each Node, and one coherent peer set per change for the listener.
  */
+
+import { describeFirstIssue } from '@ferry/shared-types/parse';
 import {
   CoreV1Api,
   KubeConfig,
@@ -38,7 +40,7 @@ const WATCH_TIMEOUT_MIN_SEC = 300;
 /** How long past its timeoutSeconds a watch may stay open before we cut it (a half-open connection). */
 const WATCH_DEADLINE_GRACE_SEC = 30;
 
-const ip = () => z.union([z.ipv4(), z.ipv6()]);
+const IpSchema = z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
 
 /** The fields of a Node that peers are made of; everything else in the object is ignored. */
@@ -54,7 +56,7 @@ const NodeSchema = z.object({
     z.object({
       addresses: z.optional(
         z.array(z.object({ type: z.string(), address: z.string() })).check(
-          z.refine((list) => list.every((a) => a.type !== 'InternalIP' || ip().safeParse(a.address).success), {
+          z.refine((list) => list.every((a) => a.type !== 'InternalIP' || IpSchema.safeParse(a.address).success), {
             message: 'an InternalIP address is not an IP address',
           }),
         ),
@@ -69,10 +71,7 @@ const StatusSchema = z.object({ code: z.optional(z.number()), message: z.optiona
 /** The peer a Node object stands for, or the reason it cannot be one. */
 export function peerOfNode(node: unknown): { peer: Peer } | { problem: string } {
   const r = NodeSchema.safeParse(node);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    return { problem: `${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'invalid'}` };
-  }
+  if (!r.success) return { problem: describeFirstIssue(r.error) };
   const { metadata, spec, status } = r.data;
   const addresses = (status?.addresses ?? []).filter((a) => a.type === 'InternalIP').map((a) => a.address);
   // spec.podCIDRs (dual-stack, 1.16+) lists podCIDR first; older API servers set only podCIDR.
@@ -112,11 +111,14 @@ interface WatchHooks {
 
 /**
  * The library's Watch with what ListWatch does not ask for: bookmarks (so a resumed watch starts from a
- * recent resourceVersion instead of one the API server may have compacted), a server-side timeout, and a
- * client-side deadline that cuts a watch whose connection died without a FIN.
+ * recent resourceVersion instead of one the API server may have compacted), a server-side timeout, a
+ * client-side deadline that cuts a watch whose connection died without a FIN, and close(): ListWatch's
+ * stop() misses a watch it starts after a list that was in flight, or one still connecting.
  */
 class NodeWatch extends Watch {
   readonly #hooks: WatchHooks;
+  readonly #open = new Set<AbortController>();
+  #closed = false;
 
   constructor(config: KubeConfig, hooks: WatchHooks) {
     super(config);
@@ -129,9 +131,11 @@ class NodeWatch extends Watch {
     callback: (phase: string, apiObj: unknown, watchObj?: unknown) => void,
     done: (err: unknown) => void,
   ): Promise<AbortController> {
+    if (this.#closed) return abortedController();
     const timeoutSeconds = Math.round(WATCH_TIMEOUT_MIN_SEC * (1 + Math.random()));
     let deadline: NodeJS.Timeout | undefined;
-    const controller = await super.watch(
+    let controller: AbortController | undefined;
+    controller = await super.watch(
       path,
       { ...queryParams, allowWatchBookmarks: true, timeoutSeconds },
       (phase, object, raw) => {
@@ -140,21 +144,39 @@ class NodeWatch extends Watch {
       },
       (err) => {
         clearTimeout(deadline);
+        if (controller) this.#open.delete(controller);
         done(err);
       },
     );
+    if (this.#closed) controller.abort();
     if (!controller.signal.aborted) {
-      deadline = setTimeout(() => controller.abort(), (timeoutSeconds + WATCH_DEADLINE_GRACE_SEC) * 1000);
+      this.#open.add(controller);
+      const c = controller;
+      deadline = setTimeout(() => c.abort(), (timeoutSeconds + WATCH_DEADLINE_GRACE_SEC) * 1000);
       deadline.unref();
     }
     return controller;
   }
+
+  /** Ends every open watch and refuses new ones. */
+  close(): void {
+    this.#closed = true;
+    for (const c of this.#open) c.abort();
+    this.#open.clear();
+  }
+}
+
+function abortedController(): AbortController {
+  const c = new AbortController();
+  c.abort();
+  return c;
 }
 
 class KubePeerSource implements PeerSource {
   readonly #opts: KubePeerSourceOptions;
   readonly #log: Logger;
   readonly #informer: ListWatch<V1Node>;
+  readonly #watch: NodeWatch;
   /** Valid peers by node name, kept in step with the informer's cache. */
   readonly #peers = new Map<string, Peer>();
   readonly #status: PeerSourceStatus = { kind: 'kubernetes', lastSync: null, watchRestarts: 0, lastError: null };
@@ -172,8 +194,8 @@ class KubePeerSource implements PeerSource {
     this.#opts = opts;
     this.#log = opts.log.child({ peerSource: 'kubernetes' });
     const api = kc.makeApiClient(CoreV1Api);
-    const watch = new NodeWatch(kc, { onEvent: (type, object) => this.#onWatchEvent(type, object) });
-    this.#informer = new ListWatch<V1Node>(NODES_PATH, watch, () => this.#list(api), false);
+    this.#watch = new NodeWatch(kc, { onEvent: (type, object) => this.#onWatchEvent(type, object) });
+    this.#informer = new ListWatch<V1Node>(NODES_PATH, this.#watch, () => this.#list(api), false);
     this.#informer.on('add', (node) => this.#upsert(node));
     this.#informer.on('update', (node) => this.#upsert(node));
     this.#informer.on('delete', (node) => this.#remove(node.metadata?.name));
@@ -196,6 +218,7 @@ class KubePeerSource implements PeerSource {
     this.#stopped = true;
     clearTimeout(this.#retry);
     if (this.#flush) clearImmediate(this.#flush);
+    this.#watch.close();
     await this.#informer.stop();
   }
 
