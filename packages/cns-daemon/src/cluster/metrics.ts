@@ -41,7 +41,7 @@ export function registerClusterMetrics(registry: Registry, c: ClusterController)
   });
   new Gauge({
     name: 'ferry_cluster_refused_entries',
-    help: 'Entries the kernel refused at the last sync (a next hop that is not on-link, say)',
+    help: 'Entries the kernel refused and that no later sync has programmed (a next hop that is not on-link, say)',
     registers,
     collect() {
       this.set(c.refused.length);
