@@ -71,9 +71,33 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
 });
 
-test('the RBAC is least privilege: get nodes, nothing else', () => {
+test('the RBAC is least privilege: read nodes (get, list, watch), nothing else', () => {
   const role = manifests().find((m) => m.obj.kind === 'ClusterRole')?.obj as unknown as { rules: unknown[] };
-  expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get'] }]);
+  expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }]);
+});
+
+test('ferryd has what the node watch needs: its node name, and a token of the account bound to the role', () => {
+  const all = manifests();
+  const ds = all.find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const pod = ds.spec?.template.spec;
+  const ferryd = pod?.containers.find((c) => c.name === 'ferryd');
+  // NODE_NAME from the downward API: the node excludes itself from its peers.
+  expect(ferryd?.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
+  // An optional override of the API server's address (clusters without kube-proxy) must stay optional.
+  for (const from of ferryd?.envFrom ?? []) expect(from.configMapRef?.optional, JSON.stringify(from)).toBe(true);
+  // In-cluster credentials: the pod's service account token is mounted, and that account is bound to the role.
+  expect(pod?.automountServiceAccountToken).not.toBe(false);
+  const binding = all.find((m) => m.obj.kind === 'ClusterRoleBinding')?.obj as unknown as {
+    roleRef: { kind: string; name: string };
+    subjects: { kind: string; name: string; namespace: string }[];
+  };
+  const role = all.find((m) => m.obj.kind === 'ClusterRole')?.obj;
+  expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: role?.metadata.name });
+  expect(binding.subjects).toContainEqual({
+    kind: 'ServiceAccount',
+    name: pod?.serviceAccountName,
+    namespace: ds.metadata?.namespace,
+  });
 });
 
 test('the DaemonSet hangs together: mounts, probes, host paths, and an install step ferryctl understands', async () => {

@@ -31,6 +31,8 @@ test('YAML file, then FERRY_* environment, then flags, each overriding the one b
   });
 });
 
+const NET = 'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]';
+
 test.for([
   ['not YAML at all: [', /^parse config /],
   ['networks: []', /networks: /],
@@ -69,6 +71,32 @@ test.for([
     'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\ndelegatedDevices: [{ group: g }]',
     /needs mac or namePattern/,
   ],
+  [`${NET}\ncluster: { routing: host-gw }`, /cluster\.nodeName: required/],
+  [`${NET}\ncluster: { nodeName: a, routing: bgp }`, /cluster\.routing/],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: host-gw, peers: [{ name: b, addresses: [10.9.0.2], podCIDRs: [10.0.0.128/25] }] }`,
+    /cluster\.peers\[0\]\.podCIDRs\[0\]: "10.0.0.128\/25" overlaps networks\[0\]\.ipv4/,
+  ],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: host-gw, peers: [{ name: b, addresses: [10.9.0.2], podCIDRs: [10.1.0.1/24] }] }`,
+    /podCIDRs\[0\]: "10.1.0.1\/24" has host bits set/,
+  ],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: host-gw, peers: [{ name: b, addresses: [10.9.0.2], podCIDRs: [10.1.0.0/24] }, { name: b, addresses: [10.9.0.3], podCIDRs: [10.2.0.0/24] }] }`,
+    /peers\[1\]\.name: "b" is listed twice/,
+  ],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: host-gw, peers: [{ name: b, addresses: [10.9.0.2], podCIDRs: [10.1.0.0/24] }, { name: c, addresses: [10.9.0.3], podCIDRs: [10.1.0.0/25] }] }`,
+    /peers\[1\]\.podCIDRs\[0\]: "10.1.0.0\/25" overlaps cluster\.peers\[0\]\.podCIDRs\[0\]/,
+  ],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: vxlan, kubernetes: {}, peers: [{ name: b, addresses: [10.9.0.2], podCIDRs: [10.1.0.0/24] }] }`,
+    /either a static peer list or kubernetes/,
+  ],
+  [
+    `${NET}\ncluster: { nodeName: a, routing: vxlan, vxlan: { device: "a-name-far-too-long" } }`,
+    /cluster\.vxlan\.device/,
+  ],
 ] as const)('refuses %j naming the problem', ([text, msg], t) => {
   const file = join(tempDir(t), 'ferryd.yaml');
   writeFileSync(file, text);
@@ -77,4 +105,32 @@ test.for([
 
 test('an unknown flag is an error naming it', () => {
   expect(() => parseFlags(['--sockett', '/x'])).toThrow(/sockett/);
+});
+
+test('the cluster section: defaults, NODE_NAME wins over the file, a node may find itself in the peer list', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(
+    file,
+    `${NET}\ncluster: { nodeName: from-file, routing: vxlan, peers: [{ name: node-a, addresses: [10.9.0.1], podCIDRs: [10.0.0.0/24] }, { name: node-b, addresses: [10.9.0.2], podCIDRs: [10.1.0.0/24] }] }`,
+  );
+  // As node "from-file", node-a's CIDR is someone else's and clashes with this node's pool.
+  expect(() => loadConfig(file, {}, {})).toThrow(/peers\[0\]\.podCIDRs\[0\]: "10.0.0.0\/24" overlaps/);
+  const { cluster } = loadConfig(file, { NODE_NAME: 'node-a' }, {}).config;
+  expect(cluster).toMatchObject({
+    nodeName: 'node-a',
+    routing: 'vxlan',
+    masquerade: false,
+    clusterCIDRs: [],
+    vxlan: { vni: 1, port: 8472, device: 'ferry.1' },
+    resyncSec: 60,
+  });
+});
+
+test('in a pod of a cluster, routing without static peers watches the Node objects', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, `${NET}\ncluster: { routing: host-gw }`);
+  const env = { NODE_NAME: 'node-a', KUBERNETES_SERVICE_HOST: '10.96.0.1' };
+  expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toEqual({});
+  writeFileSync(file, `${NET}\ncluster: { routing: none }`);
+  expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toBeUndefined();
 });

@@ -6,14 +6,25 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
+import { type ClusterConfig, type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
-import { type Cidr, contains, familyOf, lastOf, overlaps, parseCidr, parseExclusion, toBigInt } from './ipam/cidr';
+import {
+  type Cidr,
+  contains,
+  familyOf,
+  formatCidr,
+  lastOf,
+  overlaps,
+  parseCidr,
+  parseExclusion,
+  toBigInt,
+} from './ipam/cidr';
 import { poolSpecsOf } from './ipam/pool';
 
 export type {
+  ClusterConfig,
   FerrydConfig,
   NetworkConfig,
   PoolConfig,
@@ -36,11 +47,13 @@ const ENV_KEYS = {
 export function parseFlags(argv: readonly string[]): {
   config?: string;
   check: boolean;
+  uninstall: boolean;
   overrides: Record<string, string>;
 } {
   const options = {
     config: { type: 'string', short: 'c' },
     check: { type: 'boolean' },
+    uninstall: { type: 'boolean' },
     socket: { type: 'string' },
     database: { type: 'string' },
     'delete-queue': { type: 'string' },
@@ -57,7 +70,12 @@ export function parseFlags(argv: readonly string[]): {
   if (v.database) overrides.database = v.database;
   if (v['delete-queue']) overrides.deleteQueue = v['delete-queue'];
   if (v['log-level']) overrides.logLevel = v['log-level'];
-  return { ...(v.config ? { config: v.config } : {}), check: v.check ?? false, overrides };
+  return {
+    ...(v.config ? { config: v.config } : {}),
+    check: v.check ?? false,
+    uninstall: v.uninstall ?? false,
+    overrides,
+  };
 }
 
 /** Reads the file (JSON, or YAML by extension or content), applies env and flag overrides, validates. */
@@ -81,6 +99,23 @@ export function loadConfig(
     if (value) raw[key] = value;
   }
   Object.assign(raw, flagOverrides);
+  if (typeof raw.cluster === 'object' && raw.cluster !== null && !Array.isArray(raw.cluster)) {
+    const cluster: Record<string, unknown> = { ...raw.cluster };
+    // The DaemonSet passes the node's name through the downward API; it wins over the file.
+    if (env.NODE_NAME) cluster.nodeName = env.NODE_NAME;
+    // In a pod of a cluster, with no static list, the peers come from the cluster's Node objects.
+    const noPeers = !Array.isArray(cluster.peers) || cluster.peers.length === 0;
+    if (
+      env.KUBERNETES_SERVICE_HOST &&
+      noPeers &&
+      cluster.kubernetes === undefined &&
+      cluster.routing !== undefined &&
+      cluster.routing !== 'none'
+    ) {
+      cluster.kubernetes = {};
+    }
+    raw.cluster = cluster;
+  }
   return { config: validateConfig(raw, file ?? '(no file)'), ...(file ? { file } : {}) };
 }
 
@@ -164,6 +199,59 @@ function crossCheck(config: FerrydConfig): string | undefined {
       } catch (err) {
         return `delegatedDevices[${i}].namePattern: ${(err as Error).message}`;
       }
+    }
+  }
+  return config.cluster ? clusterProblem(config.cluster, subnets) : undefined;
+}
+
+/**
+ * The cluster section: a node name when anything is routed or watched, peers named once, and pod CIDRs
+ * that are valid and owned by one node only (two owners would each get the other's traffic).
+ */
+function clusterProblem(cluster: ClusterConfig, own: { where: string; cidr: Cidr }[]): string | undefined {
+  if ((cluster.routing !== 'none' || cluster.kubernetes) && !cluster.nodeName) {
+    return 'cluster.nodeName: required (or the NODE_NAME environment variable) when routing is not "none" or peers come from Kubernetes';
+  }
+  if (cluster.kubernetes && cluster.peers.length > 0) {
+    return 'cluster.peers: give either a static peer list or kubernetes, not both';
+  }
+  const owned: { where: string; cidr: Cidr }[] = [];
+  const cidrProblem = (where: string, text: string): string | undefined => {
+    try {
+      owned.push({ where, cidr: parseCidr(text) });
+    } catch (err) {
+      return `${where}: ${(err as Error).message}`;
+    }
+    return undefined;
+  };
+  for (const [i, c] of cluster.clusterCIDRs.entries()) {
+    try {
+      parseCidr(c);
+    } catch (err) {
+      return `cluster.clusterCIDRs[${i}]: ${(err as Error).message}`;
+    }
+  }
+  const mine = cluster.podCIDRs
+    ? cluster.podCIDRs.map((text, i) => ({ where: `cluster.podCIDRs[${i}]`, text }))
+    : own.map((o) => ({ where: o.where, text: formatCidr(o.cidr) }));
+  for (const m of mine) {
+    const problem = cidrProblem(m.where, m.text);
+    if (problem) return problem;
+  }
+  const names = new Set<string>();
+  for (const [i, peer] of cluster.peers.entries()) {
+    if (names.has(peer.name)) return `cluster.peers[${i}].name: "${peer.name}" is listed twice`;
+    names.add(peer.name);
+    // The same list may be handed to every node: this node's own entry is skipped, not checked.
+    if (peer.name === cluster.nodeName) continue;
+    for (const [j, text] of peer.podCIDRs.entries()) {
+      const where = `cluster.peers[${i}].podCIDRs[${j}]`;
+      const before = owned.length;
+      const problem = cidrProblem(where, text);
+      if (problem) return problem;
+      const added = owned[before];
+      const clash = added && owned.slice(0, before).find((o) => overlaps(o.cidr, added.cidr));
+      if (clash) return `${where}: "${text}" overlaps ${clash.where}`;
     }
   }
   return undefined;

@@ -41,7 +41,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       await Promise.resolve(c()).catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
   };
   try {
-    const { deps, reconciler, drainer } = buildServices(config, store.db, {
+    const { deps, reconciler, drainer, cluster } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
@@ -81,6 +81,12 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     drainer.unlock();
     drainer.watch();
     reconciler.start();
+    if (cluster) {
+      // Routes to other nodes never hold up this node's pods: the controller starts after ready and
+      // stops before the store closes, leaving every route in place for the next ferryd.
+      cleanups.unshift(() => cluster.stop());
+      cluster.start();
+    }
     log.info(
       { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },
       'ferryd ready',

@@ -4,9 +4,13 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { Ip } from '@ferry/net';
+import { nodeRunner } from '@ferry/net/node-runner';
 import { CniError } from '@ferry/shared-types/errors';
 import pino from 'pino';
-import { loadConfig, parseFlags } from './config';
+import { FERRY_ROUTE_PROTO } from './cluster/kernel';
+import { uninstallCluster } from './cluster/uninstall';
+import { type FerrydConfig, loadConfig, parseFlags } from './config';
 import { startDaemon } from './daemon';
 import { StartupError } from './errors';
 
@@ -31,7 +35,17 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       process.off('SIGTERM', handler);
       process.off('SIGINT', handler);
       process.stdout.write(
-        `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')})\n`,
+        `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')}${clusterSummary(config)})\n`,
+      );
+      return 0;
+    }
+    if (flags.uninstall) {
+      // The DaemonSet's removal step: what ferryd put on the node goes; nothing is started.
+      process.off('SIGTERM', handler);
+      process.off('SIGINT', handler);
+      const r = await uninstallCluster(new Ip(nodeRunner), nodeRunner, config.cluster);
+      process.stdout.write(
+        `ferryd: uninstalled: ${r.routes} routes with proto ${FERRY_ROUTE_PROTO} deleted, VXLAN device ${r.device}, masquerade ${r.masquerade}\n`,
       );
       return 0;
     }
@@ -67,6 +81,13 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   });
   log.info('ferryd stopped');
   return 0;
+}
+
+function clusterSummary(config: FerrydConfig): string {
+  const c = config.cluster;
+  if (!c) return '';
+  const source = c.kubernetes ? 'peers from Kubernetes' : `${c.peers.length} static peers`;
+  return `; cluster: node ${c.nodeName ?? '(unnamed)'}, routing ${c.routing}, ${source}`;
 }
 
 /** In the dist/ bundle the SQLite addon sits next to the bundle in dist/lib; from sources it is found as usual. */

@@ -4,6 +4,7 @@
  */
 
 import { existsSync } from 'node:fs';
+import type { NodesReport } from '@ferry/shared-types/api/cluster';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type {
@@ -17,6 +18,8 @@ import type {
 } from '@ferry/shared-types/api/operator';
 import type { QueueStatus } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import type { ClusterController } from './cluster/controller';
+import { nodesReport } from './cluster/report';
 import type { Inventory } from './devices/inventory';
 import type { NodeChecks } from './doctor/node-checks';
 import type { Attachments } from './endpoints/attachments';
@@ -38,6 +41,8 @@ export interface OperatorDeps {
   inventory: Inventory;
   drainer: Drainer;
   nodeChecks: NodeChecks;
+  /** Cluster networking, when the config has a `cluster` section. */
+  cluster?: ClusterController;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -152,6 +157,13 @@ export class Operator {
 
   unreserveDevice(mac: string): Device {
     return this.#d.inventory.unreserve(mac);
+  }
+
+  nodes(): Promise<NodesReport> {
+    const { cluster } = this.#d;
+    if (!cluster)
+      throw new CniError(Code.NotFound, 'cluster networking is not configured (no `cluster` in the config)');
+    return nodesReport(cluster);
   }
 
   queue(): QueueStatus {

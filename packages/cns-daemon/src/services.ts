@@ -7,6 +7,9 @@ import { Ip } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
+import { buildCluster } from './cluster/build';
+import type { ClusterController } from './cluster/controller';
+import { registerClusterMetrics } from './cluster/metrics';
 import type { FerrydConfig } from './config';
 import { Inventory } from './devices/inventory';
 import { NodeChecks } from './doctor/node-checks';
@@ -29,6 +32,8 @@ import { PoolStore } from './store/pools';
 
 export interface Services {
   deps: AppDeps;
+  /** Cluster networking, when the config has a `cluster` section; startDaemon starts it. */
+  cluster?: ClusterController;
   reconciler: Reconciler;
   drainer: Drainer;
 }
@@ -78,6 +83,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     now,
     intervalMs: config.reconcile.intervalSec * 1000,
   });
+  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now) : undefined;
   const invariants = new Invariants(db, ipam);
   const operator = new Operator({
     endpoints,
@@ -87,7 +93,8 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     invariants,
     inventory,
     drainer,
-    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip }),
+    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip, ...(cluster ? { cluster } : {}) }),
+    ...(cluster ? { cluster } : {}),
     now,
     reconcile: () => reconciler.runOnce(),
   });
@@ -123,6 +130,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     },
     { defaultMetrics: opts.defaultMetrics },
   );
+  if (cluster) registerClusterMetrics(metrics.registry, cluster);
   const ping = () => {
     db.prepare('SELECT 1').get();
   };
@@ -130,5 +138,6 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping },
     reconciler,
     drainer,
+    ...(cluster ? { cluster } : {}),
   };
 }

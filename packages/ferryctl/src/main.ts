@@ -14,6 +14,7 @@ import { cmdGc } from './commands/gc';
 import { cmdHealth } from './commands/health';
 import { cmdInstall } from './commands/install';
 import { cmdIpam } from './commands/ipam';
+import { cmdNodes } from './commands/nodes';
 import { cmdQueue } from './commands/queue';
 import { cmdReconcile } from './commands/reconcile';
 import type { Context } from './context';
@@ -25,6 +26,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   queue: cmdQueue,
   gc: cmdGc,
   doctor: cmdDoctor,
+  nodes: cmdNodes,
   reconcile: cmdReconcile,
   health: cmdHealth,
   install: cmdInstall,
@@ -46,7 +48,9 @@ commands:
   gc [--network NET] [--keep ID,...] [--apply]
                                      endpoints whose netns is gone (or not kept); dry run unless --apply
   reconcile                          run one reconcile pass now
-  doctor                             check the store, the node and the queue; exit 1 on a violation
+  nodes                              cluster networking: peers, their pod CIDRs, this node's routes and
+                                     VXLAN entries for them (present, missing, refused), stale ones
+  doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
   health [--ready]                   exit 0 when ferryd is alive (ready); for probes
   install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
           [--ferryd-config-template F --ferryd-config-out F --node NAME

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { IpBatch, quoteBatchWord } from './batch';
+import { FdbBatch, IpBatch, quoteBatchWord } from './batch';
 
 test('typed methods build the command lines', () => {
   const b = new IpBatch()
@@ -41,4 +41,26 @@ test('words that ip -batch cannot carry are refused, the rest quoted', () => {
   expect(quoteBatchWord('eth#0')).toBeUndefined();
   expect(quoteBatchWord(`it's "x"`)).toBeUndefined();
   expect(quoteBatchWord('a\nb')).toBeUndefined();
+});
+
+test('owned routes carry their protocol; deletions name it, so only an owned route can match', () => {
+  const b = new IpBatch()
+    .replaceRoute({ dst: '10.244.2.0/24', via: '10.244.2.0', dev: 'ferry.1', onlink: true, proto: 117 })
+    .replaceRoute({ dst: 'fd00:10:244:3::/64', via: '2001:db8::13', proto: 117 })
+    .deleteRoute('10.244.4.0/24', 117)
+    .addVxlan({ name: 'ferry.1', vni: 1, port: 8472, mac: '0e:00:00:00:00:01', mtu: 1450, local: '192.0.2.11' });
+  expect(b.lines.map((l) => l.args.join(' '))).toEqual([
+    'route replace 10.244.2.0/24 via 10.244.2.0 dev ferry.1 onlink proto 117',
+    'route replace fd00:10:244:3::/64 via 2001:db8::13 proto 117',
+    'route del 10.244.4.0/24 proto 117 table main',
+    'link add ferry.1 address 0e:00:00:00:00:01 mtu 1450 type vxlan id 1 dstport 8472 local 192.0.2.11 nolearning',
+  ]);
+  const fdb = new FdbBatch()
+    .replace('0e:00:00:00:00:02', 'ferry.1', '192.0.2.12')
+    .delete('0e:00:00:00:00:03', 'ferry.1', '192.0.2.13');
+  expect(fdb.tool).toBe('bridge');
+  expect(fdb.lines.map((l) => l.args.join(' '))).toEqual([
+    'fdb replace 0e:00:00:00:00:02 dev ferry.1 dst 192.0.2.12 self permanent',
+    'fdb del 0e:00:00:00:00:03 dev ferry.1 dst 192.0.2.13 self',
+  ]);
 });

@@ -27,7 +27,33 @@ export interface RouteSpec {
   scope?: 'link' | 'global';
 }
 
+/**
+ * A route Ferry owns: it carries Ferry's route protocol number, so listing and deleting by that number
+ * never reaches anyone else's routes. `onlink` tells the kernel the next hop is on `dev` whatever
+ * its addresses say (a VXLAN peer's VTEP address).
+ */
+export interface OwnedRouteSpec {
+  dst: string;
+  via: string;
+  proto: number;
+  dev?: string;
+  onlink?: boolean;
+}
+
+export interface VxlanSpec {
+  name: string;
+  vni: number;
+  port: number;
+  mac: string;
+  mtu?: number;
+  /** The underlay address the tunnel leaves from (required for an IPv6 underlay). */
+  local?: string;
+  /** The underlay device. */
+  dev?: string;
+}
+
 export class IpBatch {
+  readonly tool = 'ip';
   readonly lines: BatchLine[] = [];
 
   #push(args: string[], json = false): this {
@@ -98,6 +124,53 @@ export class IpBatch {
     return this.#push(args);
   }
 
+  /**
+   * Adds an owned route to the main table. Fails ("File exists") when any route to dst with the same
+   * metric is there, whoever owns it: a new route must never take another owner's place.
+   */
+  addOwnedRoute(r: OwnedRouteSpec): this {
+    return this.#push(ownedRouteArgs('add', r));
+  }
+
+  /** Changes an owned route in place (only for a route known to carry the owner's protocol). */
+  replaceRoute(r: OwnedRouteSpec): this {
+    return this.#push(ownedRouteArgs('replace', r));
+  }
+
+  /** Deletes the route to `dst` only if it carries `proto`: another owner's route to dst stays. */
+  deleteRoute(dst: string, proto: number): this {
+    return this.#push(['route', 'del', dst, 'proto', String(proto), 'table', 'main']);
+  }
+
+  /**
+   * Creates a VXLAN device without learning: every remote MAC comes from an FDB entry its owner
+   * writes, as flannel's vxlan backend does.
+   */
+  addVxlan(spec: VxlanSpec): this {
+    const args = ['link', 'add', spec.name, 'address', spec.mac];
+    if (spec.mtu) args.push('mtu', String(spec.mtu));
+    args.push('type', 'vxlan', 'id', String(spec.vni), 'dstport', String(spec.port));
+    if (spec.local) args.push('local', spec.local);
+    if (spec.dev) args.push('dev', spec.dev);
+    args.push('nolearning');
+    return this.#push(args);
+  }
+
+  /** Adds the address, or leaves it as it is when the device has it already. */
+  replaceAddress(dev: string, cidr: string, opts: { nodad?: boolean } = {}): this {
+    const args = ['addr', 'replace', cidr, 'dev', dev];
+    if (opts.nodad) args.push('nodad');
+    return this.#push(args);
+  }
+
+  deleteAddress(dev: string, cidr: string): this {
+    return this.#push(['addr', 'del', cidr, 'dev', dev]);
+  }
+
+  deleteNeigh(dst: string, dev: string): this {
+    return this.#push(['neigh', 'del', dst, 'dev', dev]);
+  }
+
   /** A permanent neighbour entry, so the pod never has to resolve its gateway. */
   replaceNeigh(dst: string, lladdr: string, dev: string): this {
     return this.#push(['neigh', 'replace', dst, 'lladdr', lladdr, 'dev', dev, 'nud', 'permanent']);
@@ -119,6 +192,14 @@ export class IpBatch {
   }
 }
 
+function ownedRouteArgs(verb: 'add' | 'replace', r: OwnedRouteSpec): string[] {
+  const args = ['route', verb, r.dst, 'via', r.via];
+  if (r.dev) args.push('dev', r.dev);
+  if (r.onlink) args.push('onlink');
+  args.push('proto', String(r.proto));
+  return args;
+}
+
 /**
  * Quotes one argument for `ip -batch`. iproute2's getcmdline cuts everything after `#` (even inside
  * quotes) and makeargs cannot express a word holding both quote characters, so such words are refused
@@ -130,4 +211,23 @@ export function quoteBatchWord(word: string): string | undefined {
   if (!word.includes('"')) return `"${word}"`;
   if (!word.includes("'")) return `'${word}'`;
   return undefined;
+}
+
+/**
+ * Forwarding entries of a VXLAN device (`bridge fdb`): which underlay address a remote VTEP MAC lives
+ * behind. Run by Ip.apply as `bridge -batch -`.
+ */
+export class FdbBatch {
+  readonly tool = 'bridge';
+  readonly lines: BatchLine[] = [];
+
+  replace(mac: string, dev: string, dst: string): this {
+    this.lines.push({ args: ['fdb', 'replace', mac, 'dev', dev, 'dst', dst, 'self', 'permanent'], json: false });
+    return this;
+  }
+
+  delete(mac: string, dev: string, dst: string): this {
+    this.lines.push({ args: ['fdb', 'del', mac, 'dev', dev, 'dst', dst, 'self'], json: false });
+    return this;
+  }
 }

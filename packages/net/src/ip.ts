@@ -1,9 +1,22 @@
+import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
+import { type BatchLine, type FdbBatch, type IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, isNoNetns, NetError, type Runner, type RunResult } from './run';
-import { type IpAddrLink, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
+import {
+  type FdbEntry,
+  FdbListSchema,
+  type IpAddrLink,
+  IpAddrListSchema,
+  type IpLink,
+  IpLinkListSchema,
+  type IpRoute,
+  IpRouteListSchema,
+  type Neighbour,
+  NeighbourListSchema,
+  RouteGetSchema,
+} from './schemas';
 
 /** An address as `ip -j addr` shows it. */
 export interface LinkAddress {
@@ -11,6 +24,12 @@ export interface LinkAddress {
   local: string;
   prefixlen: number;
   scope?: string;
+}
+
+/** A line of a forced batch that failed, and the kernel's reason. */
+export interface FailedLine {
+  index: number;
+  message: string;
 }
 
 /** A route of the main table, with its family made explicit. */
@@ -51,6 +70,70 @@ export class Ip {
       throw new NetError(`${what} in ${describeNetns(ns)}${where}`, r, argv, index);
     }
     return hasJson ? parseJsonLines(r.stdout) : [];
+  }
+
+  /**
+   * Runs every line of `batch` even when some fail (`-force`), so one peer the kernel refuses (a next
+   * hop not on-link) does not hold up the others. Returns the lines that failed with their reasons.
+   * Lines must be well-formed: iproute2 ends even a forced batch on a word it cannot parse.
+   */
+  async applyEach(ns: Netns, batch: IpBatch | FdbBatch): Promise<FailedLine[]> {
+    if (batch.lines.length === 0) return [];
+    const quoted = batch.lines.map((l) => l.args.map(quoteBatchWord));
+    const bad = quoted.findIndex((words) => words.some((w) => w === undefined));
+    if (bad >= 0)
+      throw new CniError(Code.Internal, `${batch.tool} -batch: line ${bad + 1} cannot be quoted for a batch`);
+    const argv = ipArgv(ns, ['-force', '-batch', '-'], batch.tool);
+    const r = await this.#run(argv, `${quoted.map((words) => words.join(' ')).join('\n')}\n`);
+    if (r.exitCode === 0) return [];
+    const failed: FailedLine[] = [];
+    let reasons: string[] = [];
+    for (const line of r.stderr.split('\n')) {
+      const m = /^Command failed -:(\d+)/.exec(line);
+      if (m) {
+        failed.push({ index: Number(m[1]) - 1, message: reasons.join('; ') || 'failed' });
+        reasons = [];
+      } else if (line.trim()) reasons.push(line.trim().replace(/^Error: /, ''));
+    }
+    // Nothing attributable to a line: the process itself failed (no such netns, a parse error).
+    if (failed.length === 0) throw new NetError(`${batch.tool} -batch in ${describeNetns(ns)}`, r, argv);
+    return failed;
+  }
+
+  /** The routes of the main table that carry route protocol `proto`, both families. */
+  async listRoutesOf(ns: Netns, proto: number): Promise<LinkRoute[]> {
+    const r = await this.#show(ns, ['route', 'show', 'table', 'all', 'proto', String(proto)], 'list routes');
+    return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
+  }
+
+  /** The neighbour entries of `dev`, both families; none when the device is not there. */
+  async listNeighbours(ns: Netns, dev: string): Promise<Neighbour[]> {
+    const r = await this.#show(ns, ['neigh', 'show', 'dev', dev], `list neighbours of ${dev}`);
+    return r === 'absent' ? [] : parseOne(NeighbourListSchema, r, `neighbours of ${dev}`);
+  }
+
+  /** The forwarding entries of `dev` (`bridge fdb`); none when the device is not there. */
+  async listFdb(ns: Netns, dev: string): Promise<FdbEntry[]> {
+    const r = await this.#show(ns, ['fdb', 'show', 'dev', dev], `list fdb of ${dev}`, 'bridge');
+    return r === 'absent' ? [] : parseOne(FdbListSchema, r, `fdb of ${dev}`);
+  }
+
+  /** The addresses of `dev`, or undefined when there is no such device. */
+  async linkAddresses(ns: Netns, dev: string): Promise<IpAddrLink | undefined> {
+    const r = await this.#show(ns, ['addr', 'show', 'dev', dev], `list addresses of ${dev}`);
+    return r === 'absent' ? undefined : parseOne(IpAddrListSchema, r, `addresses of ${dev}`)[0];
+  }
+
+  /** The device and source address the kernel would use to reach `dst`; undefined when unreachable. */
+  async routeTo(ns: Netns, dst: string): Promise<{ dev: string; prefsrc?: string } | undefined> {
+    const argv = ipArgv(ns, ['-j', 'route', 'get', dst]);
+    const r = await this.#run(argv);
+    if (r.exitCode !== 0) {
+      if (/unreachable|No route/i.test(r.stderr)) return undefined;
+      throw new NetError(`look up the route to ${dst} in ${describeNetns(ns)}`, r, argv);
+    }
+    const found = parseOne(RouteGetSchema, parseJsonLines(r.stdout), `route to ${dst}`)[0];
+    return found?.dev ? { dev: found.dev, ...(found.prefsrc ? { prefsrc: found.prefsrc } : {}) } : undefined;
   }
 
   async #applyOneByOne(ns: Netns, lines: readonly BatchLine[], what: string): Promise<unknown[]> {
@@ -104,8 +187,8 @@ export class Ip {
     throw new NetError(`delete link ${name} in ${describeNetns(ns)}`, r, argv);
   }
 
-  async #show(ns: Netns, args: string[], what: string): Promise<unknown[] | 'absent'> {
-    const argv = ipArgv(ns, ['-j', '-d', ...args]);
+  async #show(ns: Netns, args: string[], what: string, tool: 'ip' | 'bridge' = 'ip'): Promise<unknown[] | 'absent'> {
+    const argv = ipArgv(ns, ['-j', '-d', ...args], tool);
     const r: RunResult = await this.#run(argv);
     if (r.exitCode !== 0) {
       if (isNoDevice(r.stderr)) return 'absent';

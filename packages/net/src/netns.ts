@@ -31,8 +31,8 @@ export function namedNetns(path: string): string | undefined {
  * is entered by `ip -n NAME` itself, one exec fewer; any other path (/proc/PID/ns/net) goes through
  * nsenter, which does not remount /sys the way `ip netns exec` does.
  */
-export function ipArgv(ns: Netns, args: readonly string[]): string[] {
-  if (ns.kind === 'self') return ['ip', ...args];
+export function ipArgv(ns: Netns, args: readonly string[], tool: 'ip' | 'bridge' = 'ip'): string[] {
+  if (ns.kind === 'self') return [tool, ...args];
   const name = namedNetns(ns.path);
-  return name ? ['ip', '-n', name, ...args] : ['nsenter', `--net=${ns.path}`, 'ip', ...args];
+  return name ? [tool, '-n', name, ...args] : ['nsenter', `--net=${ns.path}`, tool, ...args];
 }

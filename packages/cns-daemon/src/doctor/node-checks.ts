@@ -1,11 +1,14 @@
 /**
  * The invariants only the node can answer (ferryctl doctor shows them with the store's): every
  * endpoint's netns exists, every assigned delegated device is in its pod and not on the node, and the
- * delete queue is healthy (nothing set aside, nothing waiting for long).
+ * delete queue is healthy (nothing set aside, nothing waiting for long), and every peer's routes are in
+ * place with no stale Ferry route left.
  */
 import { existsSync } from 'node:fs';
 import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
 import type { Violation } from '@ferry/shared-types/api/operator';
+import { clusterViolations } from '../cluster/checks';
+import type { ClusterController } from '../cluster/controller';
 import type { Drainer } from '../queue/drainer';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
@@ -14,6 +17,8 @@ import type { EndpointStore } from '../store/endpoints';
 const QUEUE_STUCK_SEC = 60;
 
 export interface NodeChecksDeps {
+  /** Cluster networking, when configured: every peer's entries present, none of Ferry's stale. */
+  cluster?: ClusterController;
   endpoints: EndpointStore;
   devices: DeviceStore;
   drainer: Drainer;
@@ -77,6 +82,7 @@ export class NodeChecks {
         msg: `${q.pending.length} pending, oldest ${Math.round(q.oldestAgeSec)} s`,
       });
     }
+    if (this.#d.cluster) out.push(...(await clusterViolations(this.#d.cluster)));
     return out;
   }
 }

@@ -87,8 +87,12 @@ export const ViolationSchema = z.strictObject({
     'device-misplaced',
     'queue-failed',
     'queue-stuck',
+    'peer-entry-missing',
+    'peer-unroutable',
+    'cluster-entry-stale',
+    'cluster-sync-failing',
   ]),
-  /** What it is about: an address, a containerId/ifName, a MAC. */
+  /** What it is about: an address, a containerId/ifName, a MAC, a peer node. */
   subject: z.string(),
   msg: z.string(),
 });

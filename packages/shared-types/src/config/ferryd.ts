@@ -73,6 +73,88 @@ export const TcpListenerConfigSchema = z.strictObject({
   ),
 });
 
+/** Another node, as the static list in `cluster.peers` gives it (the Kubernetes source gives the same). */
+export const PeerConfigSchema = z.strictObject({
+  name: doc(z.string().check(z.minLength(1), z.maxLength(253)), "The node's name (its Kubernetes Node name)."),
+  addresses: doc(
+    z.array(ip()).check(z.minLength(1)),
+    "The node's underlay addresses (InternalIPs); one per family is used, for pod CIDRs of that family.",
+  ),
+  podCIDRs: doc(z.array(cidr()).check(z.minLength(1)), 'The pod CIDRs the node owns (`spec.podCIDRs`).'),
+});
+export type PeerConfig = z.infer<typeof PeerConfigSchema>;
+
+export const ClusterRoutingSchema = z.enum(['host-gw', 'vxlan', 'none']);
+export type ClusterRouting = z.infer<typeof ClusterRoutingSchema>;
+
+export const VxlanConfigSchema = z.strictObject({
+  vni: doc(z._default(z.number().check(z.int(), z.minimum(1), z.maximum(16_777_215)), 1), 'VXLAN network identifier.'),
+  port: doc(
+    z._default(z.number().check(z.int(), z.minimum(1), z.maximum(65_535)), 8472),
+    'UDP port of the VXLAN underlay.',
+  ),
+  device: doc(
+    z._default(z.string().check(z.regex(/^[A-Za-z0-9_.-]{1,15}$/)), 'ferry.1'),
+    'Name of the VXLAN device ferryd owns on the node.',
+  ),
+  mtu: doc(
+    z.optional(z.number().check(z.int(), z.minimum(1280), z.maximum(65_535))),
+    "MTU of the VXLAN device. Default: the underlay device's MTU minus 50 (IPv4 underlay) or 70 (IPv6).",
+  ),
+});
+export type VxlanConfig = z.infer<typeof VxlanConfigSchema>;
+
+export const ClusterConfigSchema = z.strictObject({
+  nodeName: doc(
+    z.optional(z.string().check(z.minLength(1), z.maxLength(253))),
+    "This node's name; the `NODE_NAME` environment variable wins. Required unless routing is `none`.",
+  ),
+  routing: doc(
+    z._default(ClusterRoutingSchema.clone(), 'none'),
+    '`host-gw`: a route per remote pod CIDR via the node (nodes on one link); `vxlan`: an overlay (nodes across L3); `none`: the fabric routes pod addresses.',
+  ),
+  clusterCIDRs: doc(
+    z._default(z.array(cidr()), []),
+    'Pod and service CIDRs of the whole cluster: traffic to them is never masqueraded.',
+  ),
+  masquerade: doc(
+    z._default(z.boolean(), false),
+    "Masquerade pod traffic to destinations outside `clusterCIDRs` to the node's address.",
+  ),
+  podCIDRs: doc(
+    z.optional(z.array(cidr()).check(z.minLength(1))),
+    "This node's pod CIDRs (the VXLAN device takes its addresses from them). Default: the networks' subnets.",
+  ),
+  nodeAddresses: doc(
+    z.optional(z.array(ip()).check(z.minLength(1))),
+    "This node's underlay addresses (the VXLAN device's local end). Default: the source address of the route to the first peer.",
+  ),
+  peers: doc(
+    z._default(z.array(PeerConfigSchema), []),
+    'The static list of other nodes (clusters without Kubernetes, tests).',
+  ),
+  kubernetes: doc(
+    z.optional(
+      z.strictObject({
+        kubeconfig: doc(
+          z.optional(absolutePath()),
+          'A kubeconfig for out-of-cluster use; without it the in-cluster service account is used.',
+        ),
+      }),
+    ),
+    'Learn the peers from a watch on Kubernetes Node objects. Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
+  ),
+  vxlan: doc(
+    z._default(VxlanConfigSchema, { vni: 1, port: 8472, device: 'ferry.1' }),
+    'The VXLAN device (routing `vxlan`).',
+  ),
+  resyncSec: doc(
+    z._default(z.number().check(z.minimum(1), z.maximum(86_400)), 60),
+    'How often ferryd re-reads its routes and entries from the kernel and repairs what differs.',
+  ),
+});
+export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
+
 export const FerrydConfigSchema = z.strictObject({
   socket: doc(
     z._default(absolutePath(), DEFAULT_SOCKET),
@@ -118,6 +200,10 @@ export const FerrydConfigSchema = z.strictObject({
       { intervalSec: 10, staleGraceSec: 60 },
     ),
     'The reconciler.',
+  ),
+  cluster: doc(
+    z.optional(ClusterConfigSchema),
+    'Cluster networking: how pods reach pods on other nodes and the outside (docs/architecture.md).',
   ),
   shutdownGraceSec: doc(
     z._default(z.number().check(z.minimum(0), z.maximum(600)), 10),

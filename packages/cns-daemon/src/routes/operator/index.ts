@@ -5,6 +5,7 @@ import type { Operator } from '../../operator';
 import { operatorDeviceRoutes } from './devices';
 import { operatorEndpointRoutes } from './endpoints';
 import { operatorIpamRoutes } from './ipam';
+import { operatorNodeRoutes } from './nodes';
 import { operatorQueueRoutes } from './queue';
 
 function sameToken(given: string, expected: string): boolean {
@@ -39,4 +40,5 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
   await app.register(operatorIpamRoutes, { operator });
   await app.register(operatorDeviceRoutes, { operator });
   await app.register(operatorQueueRoutes, { operator });
+  await app.register(operatorNodeRoutes, { operator });
 };
