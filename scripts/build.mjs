@@ -3,7 +3,7 @@
 // ferry-cni is one self-contained executable (bun build --compile, see docs/shipping.md for the numbers
 // that chose it); ferryd and ferryctl are Node bundles with their native addons copied to dist/lib.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,10 +27,13 @@ function run(args) {
 
 // The bundle and the native addons it loads live in dist/lib (addons are found relative to the bundle);
 // dist/bin/NAME is a two-line launcher, because an extension-less file cannot be an ES module.
-function nodeBundle(entry, name, { launcher = true } = {}) {
+function nodeBundle(entry, name, { launcher = true, splitting = false } = {}) {
   run([
     'build',
     entry,
+    // Code behind a dynamic import() goes to a chunk of its own, read only when it is imported. The
+    // chunks must be .mjs: dist/ has no package.json that would make .js files ES modules.
+    ...(splitting ? ['--splitting', '--chunk-naming', '[name]-[hash].mjs'] : []),
     '--target=node',
     '--format=esm',
     '--outdir',
@@ -49,7 +52,9 @@ function nodeBundle(entry, name, { launcher = true } = {}) {
 }
 
 if (wants('ferryd')) {
-  nodeBundle('packages/cns-daemon/src/bin/ferryd.ts', 'ferryd');
+  // Chunks carry a content hash in their name: those of an earlier build would stay behind unused.
+  for (const f of readdirSync(lib)) if (/-[a-z0-9]{8}\.mjs(\.map)?$/.test(f)) rmSync(join(lib, f));
+  nodeBundle('packages/cns-daemon/src/bin/ferryd.ts', 'ferryd', { splitting: true });
   const require = createRequire(join(root, 'packages/cns-daemon/package.json'));
   const sqliteDir = dirname(realpathSync(require.resolve('better-sqlite3/package.json')));
   copyFileSync(join(sqliteDir, 'build', 'Release', 'better_sqlite3.node'), join(lib, 'better_sqlite3.node'));

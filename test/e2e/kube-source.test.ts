@@ -184,6 +184,8 @@ describe('Kubernetes peer source against a fake API server', () => {
     await w.untilStatus((s) => s.lastSync !== syncBefore);
     expect(await api.drop()).toBe(1);
     await w.untilStatus((s) => s.watchRestarts === 1);
+    // The source counts the restart as it sends the request: wait for the server to have it open.
+    await api.watching();
     const stats = await api.stats();
     expect(stats.lists).toBe(1);
     expect(stats.watches.map((x) => x.resourceVersion)).toEqual([String(Number(rv) - 1), rv]);

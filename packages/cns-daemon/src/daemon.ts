@@ -41,10 +41,12 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       await Promise.resolve(c()).catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
   };
   try {
+    const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
     const { deps, reconciler, drainer, cluster } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
+      ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
     });
     // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
     // drains), the drainer finishes its pass, and only then the store closes.

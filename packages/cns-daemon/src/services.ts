@@ -8,6 +8,7 @@ import { nodeRunner } from '@ferry/net/node-runner';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import { buildCluster } from './cluster/build';
+import type { createKubePeerSource } from './cluster/kube-source';
 import type { ClusterController } from './cluster/controller';
 import { registerClusterMetrics } from './cluster/metrics';
 import type { FerrydConfig } from './config';
@@ -42,6 +43,8 @@ export interface ServiceOptions {
   log: Logger;
   now: () => number;
   defaultMetrics: boolean;
+  /** The Kubernetes peer source, loaded when `cluster.kubernetes` is set (cluster/build.ts says why). */
+  kubeSource?: typeof createKubePeerSource;
 }
 
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
@@ -83,7 +86,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     now,
     intervalMs: config.reconcile.intervalSec * 1000,
   });
-  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now) : undefined;
+  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
   const invariants = new Invariants(db, ipam);
   const operator = new Operator({
     endpoints,
