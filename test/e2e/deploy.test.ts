@@ -161,12 +161,24 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and 
   expect(parsed.data?.networks.map((n) => n.name)).toContain(conflist.name);
   // The check-config init step, as the DaemonSet writes it, on the rendered config.
   const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
-  const check = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'check-config')?.command ?? [];
+  const init = ds.spec?.template.spec?.initContainers?.find((c) => c.name === 'check-config');
+  const check = init?.command ?? [];
   expect(check.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryd', '--check']);
+  // The environment the kubelet gives the container: its downward-API values, and the API server's Service.
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    KUBERNETES_SERVICE_PORT: '443',
+  };
+  for (const e of init?.env ?? []) {
+    if (e.valueFrom?.fieldRef?.fieldPath === 'spec.nodeName') env[e.name] = 'node-7';
+    else if (e.value !== undefined) env[e.name] = e.value;
+  }
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-deploy-'));
   t.onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'ferryd.yaml'), rendered);
   const args = check.slice(1).map((a) => (a === '/run/ferry-config/ferryd.yaml' ? join(dir, 'ferryd.yaml') : a));
-  const r = await execa(`${DIST_BIN}/ferryd`, args, { reject: false });
+  const r = await execa(`${DIST_BIN}/ferryd`, args, { reject: false, env, extendEnv: false });
   expect(r.exitCode, r.stderr).toBe(0);
+  expect(r.stdout).toMatch(/vxlan/);
 });
