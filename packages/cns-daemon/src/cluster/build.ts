@@ -22,21 +22,23 @@ export function buildCluster(
   now: () => number,
   kubeSource: typeof createKubePeerSource | undefined,
 ): ClusterController {
-  if (cluster.kubernetes && !kubeSource) throw new Error('cluster.kubernetes is set but the Kubernetes source was not loaded');
+  if (cluster.kubernetes && !kubeSource)
+    throw new Error('cluster.kubernetes is set but the Kubernetes source was not loaded');
   const ownPodCIDRs =
     cluster.podCIDRs ??
     config.networks.flatMap((n) => [n.ipv4?.subnet, n.ipv6?.subnet].filter((s): s is string => s !== undefined));
   return new ClusterController({
     config: cluster,
     ownPodCIDRs,
-    source: kubeSource && cluster.kubernetes
-      ? kubeSource({
-          ...(cluster.kubernetes.kubeconfig ? { kubeconfig: cluster.kubernetes.kubeconfig } : {}),
-          // The config check requires a node name whenever `kubernetes` is set.
-          nodeName: cluster.nodeName ?? '',
-          log: log.child({ component: 'kube-source' }),
-        })
-      : new StaticPeerSource(cluster.peers, cluster.nodeName),
+    source:
+      kubeSource && cluster.kubernetes
+        ? kubeSource({
+            ...(cluster.kubernetes.kubeconfig ? { kubeconfig: cluster.kubernetes.kubeconfig } : {}),
+            // The config check requires a node name whenever `kubernetes` is set.
+            nodeName: cluster.nodeName ?? '',
+            log: log.child({ component: 'kube-source' }),
+          })
+        : new StaticPeerSource(cluster.peers, cluster.nodeName),
     egress: egressStep(cluster.masquerade, { podCIDRs: ownPodCIDRs, clusterCIDRs: cluster.clusterCIDRs }, nodeRunner),
     ip,
     ns: SELF,
