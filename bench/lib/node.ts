@@ -16,6 +16,8 @@ export interface BenchNode {
   dir: string;
   socket: string;
   netns: string;
+  /** ferryd's process id (nsenter and env exec it in place), for its CPU from /proc. */
+  ferrydPid: number;
 }
 
 /** In the outer process: set up, re-run this script inside the node netns, tear down. Returns the exit code. */
@@ -52,7 +54,10 @@ export async function runInsideNode(script: string, ferrydConfig: Record<string,
     }
     const child = Bun.spawn({
       cmd: ['nsenter', `--net=${netns}`, process.execPath, 'run', script],
-      env: { ...process.env, FERRY_BENCH_NODE: JSON.stringify({ dir, socket, netns } satisfies BenchNode) },
+      env: {
+        ...process.env,
+        FERRY_BENCH_NODE: JSON.stringify({ dir, socket, netns, ferrydPid: ferryd.pid } satisfies BenchNode),
+      },
       stdout: 'inherit',
       stderr: 'inherit',
     });
