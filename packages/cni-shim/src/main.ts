@@ -83,7 +83,7 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
         },
         clog,
       ),
-      ip: new Ip(rt.run),
+      ip: new Ip(rt.run, rt.links),
       log: clog,
       addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
       delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,

@@ -19,14 +19,26 @@ export interface LinkRoute extends IpRoute {
 }
 
 /**
- * iproute2 through a Runner. Every method takes the namespace it works in; reads parse `ip -j` with zod
+ * Applies a batch and deletes links without iproute2 (rtnetlink in the shipped shim). A batch it does
+ * not support runs through iproute2; its errors are NetErrors worded as iproute2's.
+ */
+export interface LinkApplier {
+  supports(batch: IpBatch): boolean;
+  apply(ns: Netns, batch: IpBatch, what: string): unknown[];
+  deleteLink(ns: Netns, name: string): 'deleted' | 'absent';
+}
+
+/**
+ * iproute2 through a Runner, or rtnetlink through a LinkApplier where the runtime has one. Every method takes the namespace it works in; reads parse `ip -j` with zod
  * and "not there" is a value (`undefined`, `'absent'`), never an exception.
  */
 export class Ip {
   readonly #run: Runner;
+  readonly #links: LinkApplier | undefined;
 
-  constructor(run: Runner) {
+  constructor(run: Runner, links?: LinkApplier) {
     this.#run = run;
+    this.#links = links;
   }
 
   /**
@@ -34,8 +46,9 @@ export class Ip {
    * order. `what` names the operation in the error. Throws NetError naming the line that failed.
    */
   async apply(ns: Netns, batch: IpBatch, what: string): Promise<unknown[]> {
+    if (batch.ops.length === 0) return [];
+    if (this.#links?.supports(batch)) return this.#links.apply(ns, batch, what);
     const lines = batch.lines;
-    if (lines.length === 0) return [];
     const hasJson = lines.some((l) => l.json);
     const quoted = lines.map((l) => l.args.map(quoteBatchWord));
     if (quoted.some((words) => words.some((w) => w === undefined))) return this.#applyOneByOne(ns, lines, what);
@@ -97,6 +110,7 @@ export class Ip {
 
   /** Deletes link `name` (a veth takes its peer along). */
   async deleteLink(ns: Netns, name: string): Promise<'deleted' | 'absent'> {
+    if (this.#links) return this.#links.deleteLink(ns, name);
     const argv = ipArgv(ns, ['link', 'del', 'dev', name]);
     const r = await this.#run(argv);
     if (r.exitCode === 0) return 'deleted';

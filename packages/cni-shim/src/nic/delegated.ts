@@ -103,7 +103,7 @@ export async function buildDelegatedNic(
     await d.ip.apply(SELF, move, `move device ${plan.mac} into ${netns}`);
   } catch (err) {
     // Only the move (the last line) can clash: the pod has a link with the device's host name.
-    if (!isNameTakenAt(err, move.lines.length - 1)) throw err;
+    if (!isNameTakenAt(err, move.ops.length - 1)) throw err;
     // Travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
