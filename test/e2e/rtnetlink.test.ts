@@ -15,7 +15,7 @@ const HOST_MAC = 'ee:ee:ee:ee:ee:ee';
 const POD_MAC = '02:42:0a:f4:00:05';
 
 interface Outcome {
-  shown?: { ifindex: number; ifname: string; address?: string; mtu?: number; flags: string[] }[][];
+  shown?: unknown[][];
   deleted?: 'deleted' | 'absent';
   error?: string;
   failedLine?: number | null;
@@ -36,6 +36,27 @@ async function neighbours(ns: TestNetns, family: 4 | 6) {
     await inNetns(ns, 'ip', '-j', `-${family}`, 'neigh', 'show'),
   );
   return out.map(({ dst, dev, lladdr, state }) => ({ dst, dev, lladdr, state }));
+}
+
+type AddrDoc = { ifindex: number; ifname: string; address?: string; addr_info: Record<string, unknown>[] }[];
+
+/** An `ip -j addr show` document reduced to the fields the layer reports. */
+function reduceAddrs(out: AddrDoc) {
+  return out.map((l) => ({
+    ifindex: l.ifindex,
+    ifname: l.ifname,
+    address: l.address,
+    addr_info: l.addr_info.map(({ family, local, prefixlen, scope }) => ({ family, local, prefixlen, scope })),
+  }));
+}
+
+/** `ip -j -d route show table all`, reduced to the fields the layer reports. */
+async function ipRoutes(ns: TestNetns) {
+  const out: Record<string, unknown>[] = JSON.parse(
+    await inNetns(ns, 'ip', '-j', '-d', 'route', 'show', 'table', 'all'),
+  );
+  const keys = ['dst', 'gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref'];
+  return out.map((r) => Object.fromEntries(keys.filter((k) => r[k] !== undefined).map((k) => [k, r[k]])));
 }
 
 /** The InfraNIC's whole shape: what ferry-cni's ADD asks of the kernel, both families. */
@@ -88,7 +109,7 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
   expect(await link(node, 'fry0t')).toMatchObject({ address: HOST_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
   const eth0 = await link(pod, 'eth0');
   expect(eth0).toMatchObject({ address: POD_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
-  const shown = podSide.shown?.[0]?.[0];
+  const shown = podSide.shown?.[0]?.[0] as { flags?: string[] } | undefined;
   expect(shown).toMatchObject({ ifindex: eth0?.ifindex, ifname: 'eth0', address: POD_MAC, mtu: 1400 });
   expect(shown?.flags).toContain('UP');
 
@@ -122,6 +143,19 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
   expect(await neighbours(pod, 6)).toEqual([
     { dst: 'fe80::ecee:eeff:feee:eeee', dev: 'eth0', lladdr: HOST_MAC, state: ['PERMANENT'] },
   ]);
+
+  // Reads: the layer's address and route dumps say what iproute2 says, field for field, in both namespaces.
+  for (const ns of [pod, node]) {
+    const read = await rtnl(node, {
+      netns: ns === pod ? pod.path : 'self',
+      ops: [{ op: 'showAllAddrs' }, { op: 'showRoutes' }],
+    });
+    const [addrs, routeDump] = read.shown ?? [];
+    expect(reduceAddrs(addrs as AddrDoc)).toEqual(
+      reduceAddrs(JSON.parse(await inNetns(ns, 'ip', '-j', '-d', 'addr', 'show'))),
+    );
+    expect(routeDump).toEqual(await ipRoutes(ns));
+  }
 
   // Traffic flows: the pod reaches the host side's address through its gateway.
   await inNetns(node, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo');

@@ -1,6 +1,6 @@
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { type BatchLine, type IpBatch, quoteBatchWord } from './batch';
+import { type BatchLine, IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, isNoNetns, NetError, type Runner, type RunResult } from './run';
 import { type IpAddrLink, type IpLink, IpLinkListSchema, type IpRoute, IpRouteListSchema } from './schemas';
@@ -81,6 +81,18 @@ export class Ip {
 
   /** The link called `name` in `ns`, or undefined when there is none. */
   async getLink(ns: Netns, name: string): Promise<IpLink | undefined> {
+    if (this.#links) {
+      try {
+        return parseOne(
+          IpLinkListSchema,
+          this.#links.apply(ns, new IpBatch().showLink(name), `look up link ${name}`),
+          `link ${name}`,
+        )[0];
+      } catch (err) {
+        if (err instanceof NetError && isNoDevice(err.stderr)) return undefined;
+        throw err;
+      }
+    }
     const r = await this.#show(ns, ['link', 'show', 'dev', name], `look up link ${name}`);
     if (r === 'absent') return undefined;
     return parseOne(IpLinkListSchema, r, `link ${name}`)[0];
@@ -104,6 +116,10 @@ export class Ip {
 
   /** The routes of the main table, both families. */
   async listRoutes(ns: Netns): Promise<LinkRoute[]> {
+    if (this.#links) {
+      const docs = this.#links.apply(ns, new IpBatch().showRoutes(), 'list routes');
+      return toMainRoutes(parseOne(IpRouteListSchema, docs, 'routes'));
+    }
     const r = await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
     return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
   }

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { decodeMessages, encodeAttrs, encodeMessage, errnoOf, ipBytes, parseCidr } from './message';
+import { decodeMessages, encodeAttrs, encodeMessage, errnoOf, ipBytes, ipText, parseCidr } from './message';
 
 test('addresses become network-order bytes, "::" expanded wherever it stands', () => {
   expect([...ipBytes('10.244.0.5').bytes]).toEqual([10, 244, 0, 5]);
@@ -34,4 +34,19 @@ test('an NLMSG_ERROR answer gives its errno, 0 for an ACK', () => {
     [1, 17],
     [2, 0],
   ]);
+});
+
+test('address bytes print as iproute2 prints them (RFC 5952 for IPv6)', () => {
+  for (const ip of [
+    '10.244.0.5',
+    '::',
+    '::1',
+    'fe80::ecee:eeff:feee:eeee',
+    'fd00:10:244::5',
+    '2001:db8:0:1:1:1:1:1',
+    '2001:0:0:1::1',
+  ]) {
+    expect(ipText(ipBytes(ip).bytes)).toBe(ip);
+  }
+  expect(ipText(ipBytes('2001:db8:0:0:1:0:0:1').bytes)).toBe('2001:db8::1:0:0:1');
 });

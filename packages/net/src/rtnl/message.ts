@@ -8,12 +8,17 @@ export const RTM_NEWLINK = 16;
 export const RTM_DELLINK = 17;
 export const RTM_GETLINK = 18;
 export const RTM_NEWADDR = 20;
+export const RTM_GETADDR = 22;
 export const RTM_NEWROUTE = 24;
+export const RTM_GETROUTE = 26;
 export const RTM_NEWNEIGH = 28;
 const NLMSG_ERROR = 2;
+export const NLMSG_DONE = 3;
 
 export const NLM_F_REQUEST = 0x1;
 export const NLM_F_ACK = 0x4;
+/** NLM_F_ROOT | NLM_F_MATCH: every object of the kind. */
+export const NLM_F_DUMP = 0x300;
 export const NLM_F_REPLACE = 0x100;
 export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
@@ -42,6 +47,8 @@ export const IFA_F_NODAD = 0x2;
 export const RTA_DST = 1;
 export const RTA_OIF = 4;
 export const RTA_GATEWAY = 5;
+const RTA_TABLE = 15;
+const RTA_PREF = 20;
 export const RT_TABLE_MAIN = 254;
 /** What `ip route add` sets: a route the administrator added. */
 export const RTPROT_BOOT = 3;
@@ -224,5 +231,101 @@ export function decodeLink(payload: Buffer): RtnlLink {
     ...(mac ? { address: macText(mac) } : {}),
     ...(mtu ? { mtu: mtu.readUInt32LE(0) } : {}),
     flags: [...(flags & IFF_UP ? ['UP'] : []), ...(flags & IFF_LOWER_UP ? ['LOWER_UP'] : [])],
+  };
+}
+
+/** Network-order address bytes → text, IPv6 compressed as RFC 5952 (and iproute2) write it. */
+export function ipText(b: Uint8Array): string {
+  if (b.length === 4) return [...b].join('.');
+  const groups: number[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((b[i] ?? 0) << 8) | (b[i + 1] ?? 0));
+  // The longest run of two or more zero groups (the first of equal runs) becomes "::".
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) [best, bestLen] = [i, j - i];
+    i = j === i ? i + 1 : j;
+  }
+  const hex = (gs: number[]) => gs.map((g) => g.toString(16)).join(':');
+  if (best < 0) return hex(groups);
+  return `${hex(groups.slice(0, best))}::${hex(groups.slice(best + bestLen))}`;
+}
+
+/** One address as `ip -j addr` shows it, with the index of its link. */
+export interface RtnlAddr {
+  index: number;
+  family: 'inet' | 'inet6';
+  local: string;
+  prefixlen: number;
+  scope: string;
+}
+
+const SCOPES: Record<number, string> = { 0: 'global', 200: 'site', 253: 'link', 254: 'host', 255: 'nowhere' };
+
+/** An RTM_NEWADDR answer → the address (IFA_LOCAL where there is one, as ip's `local`). */
+export function decodeAddr(payload: Buffer): RtnlAddr {
+  const family = payload.readUInt8(0);
+  const scope = payload.readUInt8(3);
+  const attrs = decodeAttrs(payload.subarray(8));
+  const local = attrs.get(IFA_LOCAL) ?? attrs.get(IFA_ADDRESS) ?? Buffer.alloc(family === AF_INET6 ? 16 : 4);
+  return {
+    index: payload.readUInt32LE(4),
+    family: family === AF_INET6 ? 'inet6' : 'inet',
+    local: ipText(local),
+    prefixlen: payload.readUInt8(1),
+    scope: SCOPES[scope] ?? String(scope),
+  };
+}
+
+/** A route as `ip -j route show table all` shows it, with its output interface's index. */
+export interface RtnlRoute {
+  dst: string;
+  gateway?: string;
+  oif?: number;
+  table: string;
+  type: string;
+  scope: string;
+  protocol: string;
+  pref?: string;
+}
+
+const TABLES: Record<number, string> = { 253: 'default', 254: 'main', 255: 'local' };
+const TYPES: Record<number, string> = {
+  1: 'unicast',
+  2: 'local',
+  3: 'broadcast',
+  4: 'anycast',
+  5: 'multicast',
+  6: 'blackhole',
+  7: 'unreachable',
+  8: 'prohibit',
+  9: 'throw',
+  10: 'nat',
+};
+const PROTOCOLS: Record<number, string> = { 2: 'kernel', 3: 'boot', 4: 'static' };
+const PREFS: Record<number, string> = { 0: 'medium', 1: 'high', 3: 'low' };
+
+/** An RTM_NEWROUTE answer → the route; dst is "default", a bare address for a host route, or a CIDR. */
+export function decodeRoute(payload: Buffer): RtnlRoute {
+  const family = payload.readUInt8(0);
+  const dstLen = payload.readUInt8(1);
+  const attrs = decodeAttrs(payload.subarray(12));
+  const dst = attrs.get(RTA_DST);
+  const gw = attrs.get(RTA_GATEWAY);
+  const oif = attrs.get(RTA_OIF);
+  const table = attrs.get(RTA_TABLE)?.readUInt32LE(0) ?? payload.readUInt8(4);
+  const pref = attrs.get(RTA_PREF);
+  const full = family === AF_INET6 ? 128 : 32;
+  return {
+    dst: dstLen === 0 || !dst ? 'default' : dstLen === full ? ipText(dst) : `${ipText(dst)}/${dstLen}`,
+    ...(gw ? { gateway: ipText(gw) } : {}),
+    ...(oif ? { oif: oif.readUInt32LE(0) } : {}),
+    table: TABLES[table] ?? String(table),
+    type: TYPES[payload.readUInt8(7)] ?? String(payload.readUInt8(7)),
+    scope: SCOPES[payload.readUInt8(6)] ?? String(payload.readUInt8(6)),
+    protocol: PROTOCOLS[payload.readUInt8(5)] ?? String(payload.readUInt8(5)),
+    ...(pref ? { pref: PREFS[pref.readUInt8(0)] ?? String(pref.readUInt8(0)) } : {}),
   };
 }

@@ -12,8 +12,10 @@ import { NetError } from '../run';
 import {
   AF_INET6,
   type Attr,
+  decodeAddr,
   decodeLink,
   decodeMessages,
+  decodeRoute,
   encodeAttrs,
   encodeMessage,
   errnoOf,
@@ -39,9 +41,11 @@ import {
   NDA_LLADDR,
   NLM_F_ACK,
   NLM_F_CREATE,
+  NLM_F_DUMP,
   NLM_F_EXCL,
   NLM_F_REPLACE,
   NLM_F_REQUEST,
+  NLMSG_DONE,
   NUD_PERMANENT,
   ndmsg,
   parseCidr,
@@ -51,7 +55,9 @@ import {
   RTA_GATEWAY,
   RTA_OIF,
   RTM_DELLINK,
+  RTM_GETADDR,
   RTM_GETLINK,
+  RTM_GETROUTE,
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWNEIGH,
@@ -103,6 +109,8 @@ const SUPPORTED = new Set<BatchOp['op']>([
   'addRoute',
   'replaceNeigh',
   'showLink',
+  'showAllAddrs',
+  'showRoutes',
 ]);
 
 /** One socket in one namespace, with the interface indexes it has looked up. */
@@ -130,6 +138,28 @@ class Conn {
         return undefined;
       }
     }
+  }
+
+  /** Sends a dump request and collects every answer until NLMSG_DONE. */
+  dump(type: number, header: Buffer): Buffer[] {
+    const seq = ++this.#seq;
+    this.sys.send(this.fd, encodeMessage(type, NLM_F_REQUEST | NLM_F_DUMP, seq, header, []));
+    const out: Buffer[] = [];
+    for (;;) {
+      const n = this.sys.recv(this.fd, this.#buf);
+      for (const reply of decodeMessages(this.#buf.subarray(0, n))) {
+        if (reply.seq !== seq) continue;
+        if (reply.type === NLMSG_DONE) return out;
+        const errno = errnoOf(reply);
+        if (errno !== undefined && errno !== 0) throw new SysError(errno, this.sys.strerror(errno));
+        if (errno === undefined) out.push(Buffer.from(reply.payload));
+      }
+    }
+  }
+
+  /** Every link of the namespace. */
+  links(): RtnlLink[] {
+    return this.dump(RTM_GETLINK, ifinfomsg()).map(decodeLink);
   }
 
   change(type: number, flags: number, header: Buffer, attrs: readonly Attr[]): void {
@@ -167,7 +197,7 @@ export class Rtnetlink implements LinkApplier {
       for (const [index, op] of batch.ops.entries()) {
         try {
           const shown = this.#applyOp(conn, op);
-          if (shown) out.push([shown]);
+          if (shown) out.push(shown);
         } catch (err) {
           if (!(err instanceof SysError)) throw err;
           const line = batch.lines[index]?.args.join(' ');
@@ -222,8 +252,8 @@ export class Rtnetlink implements LinkApplier {
     }
   }
 
-  /** One op; a show returns the link in `ip -j`'s shape. */
-  #applyOp(conn: Conn, o: BatchOp): RtnlLink | undefined {
+  /** One op; a show returns its JSON document in `ip -j -d`'s shape (the fields Ferry reads). */
+  #applyOp(conn: Conn, o: BatchOp): unknown[] | undefined {
     const CREATE = NLM_F_CREATE | NLM_F_EXCL;
     switch (o.op) {
       case 'addVeth': {
@@ -296,7 +326,25 @@ export class Rtnetlink implements LinkApplier {
         return undefined;
       }
       case 'showLink':
-        return conn.getLink(o.dev);
+        return [conn.getLink(o.dev)];
+      case 'showAllAddrs': {
+        const addrs = conn.dump(RTM_GETADDR, ifaddrmsg(0, 0, 0, 0)).map(decodeAddr);
+        return conn.links().map((l) => ({
+          ...l,
+          addr_info: addrs.filter((a) => a.index === l.ifindex).map(({ index: _, ...a }) => a),
+        }));
+      }
+      case 'showRoutes': {
+        const names = new Map(conn.links().map((l) => [l.ifindex, l.ifname]));
+        // An rtmsg of family 0: both families, every table.
+        return conn
+          .dump(RTM_GETROUTE, Buffer.alloc(12))
+          .map(decodeRoute)
+          .map(({ oif, ...r }) => {
+            const dev = oif === undefined ? undefined : names.get(oif);
+            return { ...r, ...(dev ? { dev } : {}) };
+          });
+      }
       default:
         // supports() keeps every other op on the iproute2 path.
         throw new Error(`rtnetlink cannot apply ${o.op}`);
