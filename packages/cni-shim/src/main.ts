@@ -60,7 +60,7 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
       import('./daemon-client'),
       import('@ferry/net'),
     ]);
-    const conf = parseNetConf(input.doc, args.command);
+    const conf = await parseNetConf(input.doc, args.command);
     version = conf.cniVersion;
     // logFile needs no second look: the peek took it by the schema's own rule (an absolute path).
     if (conf.logLevel) log.setLevel(conf.logLevel satisfies Level);

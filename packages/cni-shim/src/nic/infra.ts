@@ -87,10 +87,10 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
   await createPair(input, d);
   d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   if (hasFamily(plan, 4)) {
-    await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
-    await ensureSysctl(FORWARDING[4], '1');
+    ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
+    ensureSysctl(FORWARDING[4], '1');
   }
-  if (hasFamily(plan, 6)) await ensureSysctl(FORWARDING[6], '1');
+  if (hasFamily(plan, 6)) ensureSysctl(FORWARDING[6], '1');
   d.log.debug({}, 'node sysctls set');
   const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
   d.log.debug({}, 'pod side configured');
