@@ -12,6 +12,8 @@ const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0o2000000;
 const NETLINK_ROUTE = 0;
 const CLONE_NEWNET = 0x40000000;
+const MSG_PEEK = 0x2;
+const MSG_TRUNC = 0x20;
 
 function openLibc() {
   return dlopen('libc.so.6', {
@@ -69,15 +71,22 @@ function socketIn(netnsFd: number): number {
   }
 }
 
+let recvBuf = Buffer.alloc(32 * 1024);
+
 export const rtnlSys: RtnlSys = {
   socket: (netnsFd) => (netnsFd === undefined ? netlinkSocket() : socketIn(netnsFd)),
   send(fd, msg) {
     if (lib().send(fd, msg, msg.length, 0) !== msg.length) fail('send a netlink message');
   },
-  recv(fd, buf) {
-    const n = lib().recv(fd, buf, buf.length, 0);
+  recv(fd) {
+    // A datagram larger than the buffer would be cut short (a dump of links with many VFs): peek at its
+    // real length first (MSG_TRUNC) and grow the buffer to fit.
+    const size = Number(lib().recv(fd, recvBuf, recvBuf.length, MSG_PEEK | MSG_TRUNC));
+    if (size < 0) fail('receive a netlink answer');
+    if (size > recvBuf.length) recvBuf = Buffer.alloc(size);
+    const n = Number(lib().recv(fd, recvBuf, recvBuf.length, 0));
     if (n < 0) fail('receive a netlink answer');
-    return Number(n);
+    return recvBuf.subarray(0, n);
   },
   close(fd) {
     lib().close(fd);

@@ -79,8 +79,8 @@ export interface RtnlSys {
   socket(netnsFd?: number): number;
   /** Sends one message. Throws SysError. */
   send(fd: number, msg: Buffer): void;
-  /** Receives one datagram into `buf`; returns its length. Throws SysError. */
-  recv(fd: number, buf: Buffer): number;
+  /** Receives one whole datagram, however large (the view is valid until the next call). Throws SysError. */
+  recv(fd: number): Buffer;
   close(fd: number): void;
   strerror(errno: number): string;
 }
@@ -115,7 +115,6 @@ const SUPPORTED = new Set<BatchOp['op']>([
 
 /** One socket in one namespace, with the interface indexes it has looked up. */
 class Conn {
-  readonly #buf = Buffer.alloc(32 * 1024);
   readonly #ifindex = new Map<string, number>();
   #seq = 0;
 
@@ -129,8 +128,7 @@ class Conn {
     const seq = ++this.#seq;
     this.sys.send(this.fd, encodeMessage(type, flags | NLM_F_REQUEST, seq, header, attrs));
     for (;;) {
-      const n = this.sys.recv(this.fd, this.#buf);
-      for (const reply of decodeMessages(this.#buf.subarray(0, n))) {
+      for (const reply of decodeMessages(this.sys.recv(this.fd))) {
         if (reply.seq !== seq) continue;
         const errno = errnoOf(reply);
         if (errno === undefined) return Buffer.from(reply.payload);
@@ -146,8 +144,7 @@ class Conn {
     this.sys.send(this.fd, encodeMessage(type, NLM_F_REQUEST | NLM_F_DUMP, seq, header, []));
     const out: Buffer[] = [];
     for (;;) {
-      const n = this.sys.recv(this.fd, this.#buf);
-      for (const reply of decodeMessages(this.#buf.subarray(0, n))) {
+      for (const reply of decodeMessages(this.sys.recv(this.fd))) {
         if (reply.seq !== seq) continue;
         if (reply.type === NLMSG_DONE) return out;
         const errno = errnoOf(reply);
