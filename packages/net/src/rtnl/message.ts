@@ -34,6 +34,9 @@ export const IFLA_MTU = 4;
 export const IFLA_LINKINFO = 18;
 export const IFLA_AF_SPEC = 26;
 export const IFLA_NET_NS_FD = 28;
+export const IFLA_EXT_MASK = 29;
+/** Leave the counters out of link answers: nothing here reads them, and a node has hundreds of links. */
+export const RTEXT_FILTER_SKIP_STATS = 1 << 3;
 export const IFLA_INFO_KIND = 1;
 export const IFLA_INFO_DATA = 2;
 export const VETH_INFO_PEER = 1;

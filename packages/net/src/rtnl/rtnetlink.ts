@@ -25,6 +25,7 @@ import {
   IFF_UP,
   IFLA_ADDRESS,
   IFLA_AF_SPEC,
+  IFLA_EXT_MASK,
   IFLA_IFNAME,
   IFLA_INET6_ADDR_GEN_MODE,
   IFLA_INFO_DATA,
@@ -54,6 +55,7 @@ import {
   RTA_DST,
   RTA_GATEWAY,
   RTA_OIF,
+  RTEXT_FILTER_SKIP_STATS,
   RTM_DELLINK,
   RTM_GETADDR,
   RTM_GETLINK,
@@ -139,9 +141,9 @@ class Conn {
   }
 
   /** Sends a dump request and collects every answer until NLMSG_DONE. */
-  dump(type: number, header: Buffer): Buffer[] {
+  dump(type: number, header: Buffer, attrs: readonly Attr[] = []): Buffer[] {
     const seq = ++this.#seq;
-    this.sys.send(this.fd, encodeMessage(type, NLM_F_REQUEST | NLM_F_DUMP, seq, header, []));
+    this.sys.send(this.fd, encodeMessage(type, NLM_F_REQUEST | NLM_F_DUMP, seq, header, attrs));
     const out: Buffer[] = [];
     for (;;) {
       for (const reply of decodeMessages(this.sys.recv(this.fd))) {
@@ -156,7 +158,7 @@ class Conn {
 
   /** Every link of the namespace. */
   links(): RtnlLink[] {
-    return this.dump(RTM_GETLINK, ifinfomsg()).map(decodeLink);
+    return this.dump(RTM_GETLINK, ifinfomsg(), [[IFLA_EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)]]).map(decodeLink);
   }
 
   change(type: number, flags: number, header: Buffer, attrs: readonly Attr[]): void {
@@ -164,7 +166,10 @@ class Conn {
   }
 
   getLink(name: string): RtnlLink {
-    const payload = this.request(RTM_GETLINK, 0, ifinfomsg(), [[IFLA_IFNAME, str(name)]]);
+    const payload = this.request(RTM_GETLINK, 0, ifinfomsg(), [
+      [IFLA_IFNAME, str(name)],
+      [IFLA_EXT_MASK, u32(RTEXT_FILTER_SKIP_STATS)],
+    ]);
     if (!payload) throw new SysError(ENODEV, this.sys.strerror(ENODEV));
     const link = decodeLink(payload);
     this.#ifindex.set(name, link.ifindex);
