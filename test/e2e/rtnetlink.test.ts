@@ -17,6 +17,7 @@ const POD_MAC = '02:42:0a:f4:00:05';
 interface Outcome {
   shown?: unknown[][];
   deleted?: 'deleted' | 'absent';
+  routes?: unknown[] | 'absent';
   error?: string;
   failedLine?: number | null;
 }
@@ -156,6 +157,17 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
     );
     expect(routeDump).toEqual(await ipRoutes(ns));
   }
+
+  // The routes of one link, without a dump of every link for the names: the same as ip's, filtered.
+  const viaHost = await rtnl(node, { netns: 'self', routesOf: 'fry0t' });
+  expect(viaHost.routes).toEqual((await ipRoutes(node)).filter((r) => r.dev === 'fry0t'));
+  expect(viaHost.routes).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ dst: '10.244.0.5', dev: 'fry0t' }),
+      expect.objectContaining({ dst: 'fd00:10:244::5', dev: 'fry0t' }),
+    ]),
+  );
+  expect(await rtnl(node, { netns: 'self', routesOf: 'nope0' })).toEqual({ routes: 'absent' });
 
   // Traffic flows: the pod reaches the host side's address through its gateway.
   await inNetns(node, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo');

@@ -25,6 +25,8 @@ export interface LinkRoute extends IpRoute {
 export interface LinkApplier {
   supports(batch: IpBatch): boolean;
   apply(ns: Netns, batch: IpBatch, what: string): unknown[];
+  /** `ip -j -d route show table all` of `ns`; with `dev`, its routes only ('absent': no such link). */
+  routes(ns: Netns, dev?: string): unknown[] | 'absent';
   deleteLink(ns: Netns, name: string): 'deleted' | 'absent';
 }
 
@@ -114,14 +116,14 @@ export class Ip {
     }
   }
 
-  /** The routes of the main table, both families. */
-  async listRoutes(ns: Netns): Promise<LinkRoute[]> {
-    if (this.#links) {
-      const docs = this.#links.apply(ns, new IpBatch().showRoutes(), 'list routes');
-      return toMainRoutes(parseOne(IpRouteListSchema, docs, 'routes'));
-    }
-    const r = await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
-    return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
+  /** The routes of the main table, both families; with `dev`, only those through that link. */
+  async listRoutes(ns: Netns, dev?: string): Promise<LinkRoute[]> {
+    const r = this.#links
+      ? this.#links.routes(ns, dev)
+      : await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
+    if (r === 'absent') return [];
+    const routes = toMainRoutes(parseOne(IpRouteListSchema, this.#links ? [r] : r, 'routes'));
+    return dev === undefined ? routes : routes.filter((route) => route.dev === dev);
   }
 
   /** Deletes link `name` (a veth takes its peer along). */

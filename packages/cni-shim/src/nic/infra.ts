@@ -143,7 +143,7 @@ export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps): Promise
   const link: IpLink | undefined = await d.ip.getLink(SELF, rec.hostVethName);
   if (!link) return [`host veth ${rec.hostVethName} is missing`];
   if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
-  const routes = await d.ip.listRoutes(SELF);
+  const routes = await d.ip.listRoutes(SELF, rec.hostVethName);
   for (const a of rec.addresses) {
     if (!routes.some((r) => r.dev === rec.hostVethName && r.dst === a.address)) {
       problems.push(`no host route to ${a.address} via ${rec.hostVethName}`);

@@ -210,6 +210,18 @@ export class Rtnetlink implements LinkApplier {
     return out;
   }
 
+  routes(ns: Netns, dev?: string): unknown[] | 'absent' {
+    const what = `list routes${dev ? ` of ${dev}` : ''} in ${describeNetns(ns)}`;
+    return this.#withConn(ns, what, (conn) => {
+      try {
+        return routesOf(conn, dev);
+      } catch (err) {
+        if (err instanceof SysError && err.errno === ENODEV) return 'absent';
+        throw err instanceof SysError ? netError(what, err) : err;
+      }
+    });
+  }
+
   deleteLink(ns: Netns, name: string): 'deleted' | 'absent' {
     const what = `delete link ${name} in ${describeNetns(ns)}`;
     return this.#withConn(ns, what, (conn) => {
@@ -336,22 +348,30 @@ export class Rtnetlink implements LinkApplier {
           addr_info: addrs.filter((a) => a.index === l.ifindex).map(({ index: _, ...a }) => a),
         }));
       }
-      case 'showRoutes': {
-        const names = new Map(conn.links().map((l) => [l.ifindex, l.ifname]));
-        // An rtmsg of family 0: both families, every table.
-        return conn
-          .dump(RTM_GETROUTE, Buffer.alloc(12))
-          .map(decodeRoute)
-          .map(({ oif, ...r }) => {
-            const dev = oif === undefined ? undefined : names.get(oif);
-            return { ...r, ...(dev ? { dev } : {}) };
-          });
-      }
+      case 'showRoutes':
+        return routesOf(conn);
       default:
         // supports() keeps every other op on the iproute2 path.
         throw new Error(`rtnetlink cannot apply ${o.op}`);
     }
   }
+}
+
+/**
+ * Every route of every table and family, as `ip -j -d route show table all` shows it; with `dev`, only
+ * the routes through that link, without dumping every link for the names (a node has hundreds).
+ */
+function routesOf(conn: Conn, dev?: string): unknown[] {
+  const names = dev === undefined ? new Map(conn.links().map((l) => [l.ifindex, l.ifname])) : undefined;
+  const only = dev === undefined ? undefined : conn.ifindex(dev);
+  // An rtmsg of family 0: both families, every table.
+  const out: unknown[] = [];
+  for (const { oif, ...r } of conn.dump(RTM_GETROUTE, Buffer.alloc(12)).map(decodeRoute)) {
+    if (only !== undefined && oif !== only) continue;
+    const name = only !== undefined ? dev : oif === undefined ? undefined : names?.get(oif);
+    out.push({ ...r, ...(name ? { dev: name } : {}) });
+  }
+  return out;
 }
 
 function openNetns(path: string): number {
