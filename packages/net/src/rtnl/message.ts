@@ -23,7 +23,7 @@ export const NLM_F_REPLACE = 0x100;
 export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
 
-export const AF_INET = 2;
+const AF_INET = 2;
 export const AF_INET6 = 10;
 export const IFF_UP = 0x1;
 const IFF_LOWER_UP = 0x10000;
@@ -52,12 +52,12 @@ export const RTA_OIF = 4;
 export const RTA_GATEWAY = 5;
 const RTA_TABLE = 15;
 const RTA_PREF = 20;
-export const RT_TABLE_MAIN = 254;
+const RT_TABLE_MAIN = 254;
 /** What `ip route add` sets: a route the administrator added. */
-export const RTPROT_BOOT = 3;
+const RTPROT_BOOT = 3;
 export const RT_SCOPE_UNIVERSE = 0;
 export const RT_SCOPE_LINK = 253;
-export const RTN_UNICAST = 1;
+const RTN_UNICAST = 1;
 
 export const NDA_DST = 1;
 export const NDA_LLADDR = 2;
