@@ -27,7 +27,11 @@ import { interfacesOf } from './attachment';
 export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   if (!conf.prevResult) throw new CniError(Code.InvalidConfig, 'invalid network config: CHECK needs prevResult');
   const prev = await prevResultOf(conf);
-  const mine = interfacesOf(await d.daemon.getEndpoint(args.containerId), conf.name, args.ifName);
+  // ferryd answers on Bun's HTTP thread while this one reads the pod over netlink (read-only either way).
+  const endpoint = d.daemon.getEndpoint(args.containerId);
+  endpoint.catch(() => undefined); // awaited below; this only keeps the rejection from counting as unhandled
+  const pod = await inspectPod(args.netns, d);
+  const mine = interfacesOf(await endpoint, conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
       Code.CheckFailed,
@@ -35,7 +39,6 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
     );
   }
   const problems: string[] = [];
-  const pod = await inspectPod(args.netns, d);
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
     if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d)));
