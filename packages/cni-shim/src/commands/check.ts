@@ -4,9 +4,7 @@
  */
 import {
   type IpAddrLink,
-  IpAddrListSchema,
   IpBatch,
-  IpRouteListSchema,
   type LinkRoute,
   netnsAt,
   parseOne,
@@ -14,6 +12,7 @@ import {
   toAddresses,
   toMainRoutes,
 } from '@ferry/net';
+import { IpAddrListSchema, IpRouteListSchema } from '@ferry/net/schemas';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';

@@ -15,17 +15,7 @@
  * It is renamed inside the pod and then moved out; if its host name is taken, nothing is moved and the
  * error names the clash (a retried DEL succeeds once the name is free).
  */
-import {
-  IpBatch,
-  type IpLink,
-  IpLinkListSchema,
-  isNameTaken,
-  isNameTakenAt,
-  netnsAt,
-  parseOne,
-  SELF,
-  sameMac,
-} from '@ferry/net';
+import { IpBatch, type IpLink, isNameTaken, isNameTakenAt, netnsAt, parseLinks, SELF, sameMac } from '@ferry/net';
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -132,7 +122,7 @@ export async function buildDelegatedNic(
     }
     throw err;
   }
-  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  const link = (await parseLinks(shown, plan.ifName))[0];
   if (!link?.address) throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${netns}: link vanished`);
   return { ifName: plan.ifName, mac: link.address, containerIfIndex: link.ifindex };
 }

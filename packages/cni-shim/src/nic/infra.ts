@@ -9,17 +9,7 @@
  * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
  * address.
  */
-import {
-  ensureSysctl,
-  FORWARDING,
-  IpBatch,
-  type IpLink,
-  IpLinkListSchema,
-  isNameTakenAt,
-  netnsAt,
-  parseOne,
-  SELF,
-} from '@ferry/net';
+import { ensureSysctl, FORWARDING, IpBatch, type IpLink, isNameTakenAt, netnsAt, parseLinks, SELF } from '@ferry/net';
 import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -94,7 +84,7 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
   d.log.debug({}, 'node sysctls set');
   const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
   d.log.debug({}, 'pod side configured');
-  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  const link = (await parseLinks(shown, plan.ifName))[0];
   if (!link?.address)
     throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${input.netns}: link vanished`);
   return {
