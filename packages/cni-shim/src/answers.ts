@@ -8,24 +8,8 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import type { Endpoint } from '@ferry/shared-types/api/endpoints';
 import { containerIdProblem, ifNameProblem, networkNameProblem } from '@ferry/shared-types/cni/validate';
+import { arrayOf, type Check, isInt, isPositiveInt, isString, maxLength, oneOf, strictObject } from './hand-check';
 
-type Check = (v: unknown) => boolean;
-
-const isString: Check = (v) => typeof v === 'string';
-const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v);
-const isPositiveInt: Check = (v) => isInt(v) && v > 0;
-const maxLength =
-  (n: number): Check =>
-  (v) =>
-    typeof v === 'string' && v.length <= n;
-const oneOf =
-  (...values: unknown[]): Check =>
-  (v) =>
-    values.includes(v);
-const arrayOf =
-  (item: Check): Check =>
-  (v) =>
-    Array.isArray(v) && v.every(item);
 const isIfName: Check = (v) => typeof v === 'string' && ifNameProblem(v) === undefined;
 const isNetworkName: Check = (v) => typeof v === 'string' && networkNameProblem(v) === undefined;
 const isContainerId: Check = (v) => typeof v === 'string' && containerIdProblem(v) === undefined;
@@ -55,18 +39,6 @@ function isCidr(v: unknown): boolean {
   if (prefix === undefined || extra !== undefined || `${Number(prefix)}` !== prefix) return false;
   const len = Number(prefix);
   return IPV4.test(address) ? len <= 32 : isIpv6(address) && len <= 128;
-}
-
-/** A strict object: every required key valid, optional keys valid when present, no other key. */
-function strictObject(required: Record<string, Check>, optional: Record<string, Check> = {}): Check {
-  return (v) => {
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-    const o = v as Record<string, unknown>;
-    for (const key of Object.keys(o)) if (!(key in required) && !(key in optional)) return false;
-    for (const [key, check] of Object.entries(required)) if (!(key in o) || !check(o[key])) return false;
-    for (const [key, check] of Object.entries(optional)) if (key in o && !check(o[key])) return false;
-    return true;
-  };
 }
 
 const isAddress = strictObject({ family: oneOf(4, 6), address: isCidr }, { gateway: isIp });

@@ -119,8 +119,7 @@ export class Ip {
       ? this.#links.routes(ns, dev)
       : await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
     if (r === 'absent') return [];
-    const { IpRouteListSchema } = await import('./schemas');
-    const routes = toMainRoutes(parseOne(IpRouteListSchema, this.#links ? [r] : r, 'routes'));
+    const routes = toMainRoutes(await parseRoutes(this.#links ? [r] : r, 'routes'));
     return dev === undefined ? routes : routes.filter((route) => route.dev === dev);
   }
 
@@ -161,38 +160,76 @@ export function parseJsonLines(stdout: string): unknown[] {
 }
 
 /**
- * The links of a show (the first JSON document, from `ip -j` or the netlink layer). The usual shape is
- * checked by hand (acceptLinks); anything else goes through IpLinkListSchema, so zod is loaded only then:
- * building schemas costs the shim's every ADD and DEL a millisecond.
+ * The first JSON document of a show (from `ip -j` or the netlink layer), in its usual shape checked by hand
+ * (accept*), anything else by its schema in '@ferry/net/schemas', so zod is loaded only then: building
+ * schemas cost the shim's every command a millisecond. ip.test.ts holds each hand check to its schema.
  */
 export async function parseLinks(docs: unknown[], what: string): Promise<IpLink[]> {
   return acceptLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpLinkListSchema, docs, what);
 }
 
-const OPTIONAL_LINK_STRINGS = ['address', 'permaddr', 'operstate', 'ifalias', 'group', 'link_type'] as const;
+export async function parseAddrLinks(docs: unknown[], what: string): Promise<IpAddrLink[]> {
+  return acceptAddrLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpAddrListSchema, docs, what);
+}
 
-/**
- * `doc` as IpLinkListSchema would return it (its objects are loose: other keys stay), or undefined when
- * the schema must decide. ip.test.ts holds it to the schema.
- */
+export async function parseRoutes(docs: unknown[], what: string): Promise<IpRoute[]> {
+  return acceptRoutes(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpRouteListSchema, docs, what);
+}
+
+type Fields = Record<string, unknown>;
+const isObject = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const isStrings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+/** Each of `keys` absent or a string. */
+const optionalStrings = (o: Fields, keys: readonly string[]) =>
+  keys.every((k) => !(k in o) || typeof o[k] === 'string');
+
+/** A list of loose objects, each passing `item`; the list unchanged, or undefined. */
+function acceptList<T>(doc: unknown, item: (o: Fields) => boolean): T[] | undefined {
+  // Checked item by item against the schema's rules (its objects are loose: other keys stay).
+  return Array.isArray(doc) && doc.every((o) => isObject(o) && item(o)) ? (doc as T[]) : undefined;
+}
+
+const isLinkHead = (o: Fields) =>
+  isNumber(o.ifindex) && typeof o.ifname === 'string' && (!('flags' in o) || isStrings(o.flags));
+
+/** IpLinkListSchema's rules by hand. */
 export function acceptLinks(doc: unknown): IpLink[] | undefined {
-  if (!Array.isArray(doc)) return undefined;
-  for (const l of doc) {
-    if (typeof l !== 'object' || l === null || Array.isArray(l)) return undefined;
-    const o = l as Record<string, unknown>;
-    if (typeof o.ifindex !== 'number' || !Number.isFinite(o.ifindex) || typeof o.ifname !== 'string') return undefined;
-    for (const k of OPTIONAL_LINK_STRINGS) if (k in o && typeof o[k] !== 'string') return undefined;
-    if ('mtu' in o && (typeof o.mtu !== 'number' || !Number.isFinite(o.mtu))) return undefined;
-    if ('flags' in o && !(Array.isArray(o.flags) && o.flags.every((f) => typeof f === 'string'))) return undefined;
-    if ('linkinfo' in o) {
-      const li = o.linkinfo;
-      if (typeof li !== 'object' || li === null || Array.isArray(li)) return undefined;
-      const kind = (li as Record<string, unknown>).info_kind;
-      if ('info_kind' in li && typeof kind !== 'string') return undefined;
-    }
-  }
-  // Checked above field by field against IpLinkSchema's rules.
-  return doc as IpLink[];
+  return acceptList(
+    doc,
+    (o) =>
+      isLinkHead(o) &&
+      optionalStrings(o, ['address', 'permaddr', 'operstate', 'ifalias', 'group', 'link_type']) &&
+      (!('mtu' in o) || isNumber(o.mtu)) &&
+      (!('linkinfo' in o) || (isObject(o.linkinfo) && optionalStrings(o.linkinfo, ['info_kind']))),
+  );
+}
+
+/** IpAddrListSchema's rules by hand. */
+export function acceptAddrLinks(doc: unknown): IpAddrLink[] | undefined {
+  return acceptList(
+    doc,
+    (o) =>
+      isLinkHead(o) &&
+      optionalStrings(o, ['address']) &&
+      acceptList(
+        o.addr_info,
+        (a) =>
+          typeof a.family === 'string' &&
+          typeof a.local === 'string' &&
+          isNumber(a.prefixlen) &&
+          optionalStrings(a, ['scope']),
+      ) !== undefined,
+  );
+}
+
+/** IpRouteListSchema's rules by hand. */
+export function acceptRoutes(doc: unknown): IpRoute[] | undefined {
+  return acceptList(
+    doc,
+    (o) =>
+      typeof o.dst === 'string' && optionalStrings(o, ['gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref']),
+  );
 }
 
 /** Parses the first JSON document of a show with `schema`; a mismatch is a NetError naming `what`. */

@@ -7,12 +7,12 @@ import {
   IpBatch,
   type LinkRoute,
   netnsAt,
-  parseOne,
+  parseAddrLinks,
+  parseRoutes,
   sameMac,
   toAddresses,
   toMainRoutes,
 } from '@ferry/net';
-import { IpAddrListSchema, IpRouteListSchema } from '@ferry/net/schemas';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -64,8 +64,8 @@ async function inspectPod(netns: string, d: Deps): Promise<PodView | string> {
   try {
     const docs = await d.ip.apply(netnsAt(netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${netns}`);
     return {
-      links: parseOne(IpAddrListSchema, docs, 'links'),
-      routes: toMainRoutes(parseOne(IpRouteListSchema, docs.slice(1), 'routes')),
+      links: await parseAddrLinks(docs, 'links'),
+      routes: toMainRoutes(await parseRoutes(docs.slice(1), 'routes')),
     };
   } catch (err) {
     return `cannot inspect ${netns}: ${(err as Error).message}`;
