@@ -40,11 +40,29 @@ async function pairs(pods: string[], run: (cmd: 'ADD' | 'DEL', pod: string, i: n
   return { add: median(add), del: median(del) };
 }
 
+/**
+ * Has ferryd look at the node's devices and waits until it lists the device as free. Needed before Ferry
+ * asks for the device: at the start, and after host-device has had it (while host-device holds it in a pod,
+ * ferryd's reconciler may find it missing, and only its next pass sees it back).
+ */
+async function deviceFree(node: BenchNode): Promise<void> {
+  await fetch('http://ferryd/v1/operator/reconcile', { unix: node.socket, method: 'POST' });
+  let state = 'unknown';
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch('http://ferryd/v1/operator/devices', { unix: node.socket });
+    const { devices } = (await r.json()) as { devices: { mac: string; state: string }[] };
+    state = devices.find((d) => d.mac === DEVICE.mac)?.state ?? 'not listed';
+    if (state === 'free') return;
+    await Bun.sleep(50);
+  }
+  throw new Error(`ferryd never listed ${DEVICE.mac} as free (${state})`);
+}
+
 async function inside(node: BenchNode): Promise<void> {
   const wire = `ferry-b-wire-${node.dir.split('-').at(-1)}`;
   sh(['ip', 'netns', 'add', wire]);
   sh(['ip', 'link', 'add', DEVICE.name, 'address', DEVICE.mac, 'type', 'veth', 'peer', 'name', 'w9', 'netns', wire]);
-  await fetch('http://ferryd/v1/operator/reconcile', { unix: node.socket, method: 'POST' });
+  await deviceFree(node);
   const pods = makePods(node, RUNS, 'd');
   try {
     const ferryConf = (delegated: boolean) =>
@@ -68,6 +86,7 @@ async function inside(node: BenchNode): Promise<void> {
     await pairs(pods.slice(0, 1), ferry(true));
     await pairs(pods.slice(0, 1), hostDevice);
     const infraOnly = await pairs(pods, ferry(false));
+    await deviceFree(node);
     const withDevice = await pairs(pods, ferry(true));
     const reference = await pairs(pods, hostDevice);
     const addInc = withDevice.add - infraOnly.add;

@@ -14,11 +14,11 @@ import { fmt, median, printTable } from './lib/stats';
 
 const RUNS = Number(process.env.RUNS ?? 60);
 const MARKS = [
-  ['config parsed', 'start-up, stdin, env, config schema'],
+  ['config parsed', 'start-up, stdin, env, config check'],
   ['ferryd answered', 'allocate round trip'],
-  ['veth pair created', 'host-side ip batch (veth pair born in the pod)'],
+  ['veth pair created', 'host side over rtnetlink (veth pair born in the pod)'],
   ['node sysctls set', 'proxy_arp and forwarding sysctls'],
-  ['pod side configured', 'pod-side ip batch (ip -n, or nsenter for /proc paths)'],
+  ['pod side configured', 'pod side over rtnetlink (socket made in the pod netns)'],
   ['committed', 'commit round trip'],
   ['added', 'result'],
 ] as const;

@@ -1,21 +1,28 @@
 /// <reference types="bun-types" />
 /**
- * ferry-cni against Debian's reference plugins, in the same run, the same way: one op = one fork+exec
- * of the plugin with CNI env and stdin, from inside the node namespace. Reference: bridge + host-local
- * (ADD/DEL as one bridge exec, which execs host-local). Prints p50/p95 per op, CPU per op, peak RSS,
- * concurrency 8 and 32, a 110-pod burst, and the ratios Ferry/reference.
+ * ferry-cni against the reference plugin doing the same work, in the same run, the same way: one op = one
+ * fork+exec of the plugin with CNI env and stdin, from inside the node namespace.
  *
- *   sudo pnpm bench:shim            PODS=200 by default (PODS=50 for a quick look)
+ * Equal work: Ferry's InfraNIC is a routed veth (host route per pod address, no bridge, no masquerade), so
+ * the reference is `ptp` + `host-local` with `ipMasq: false` and a default route, IPv4-only on both sides
+ * (the bench node's ferryd has only an ipv4 pool). The plugins alternate step by step.
+ *
+ * Node CPU per pod lifecycle (ADD + CHECK + DEL) counts everything the node spends on a pod: the plugin
+ * processes and every process they wait for (rusage of the exec), and for Ferry also ferryd's own CPU over
+ * the sequential run (/proc/PID/stat before and after), divided by the pods. ptp and host-local have no
+ * daemon.
+ *
+ *   sudo pnpm --filter @ferry/bench bench:shim      PODS=100 by default (PODS=30 for a quick look)
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
-import { exec, type Op, peakRssKiB, pool } from './lib/proc';
+import { exec, type Op, peakRssKiB, processCpuMs, sh } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
-const PODS = Number(process.env.PODS ?? 200);
+const PODS = Number(process.env.PODS ?? 100);
 const BURST = 110;
-/** Concurrency runs and bursts are repeated, alternating the plugins; medians are reported. */
+/** Bursts are repeated, alternating the plugins; medians are reported. */
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 interface Impl {
@@ -38,17 +45,20 @@ const FERRY: Impl = {
   }),
 };
 const REFERENCE: Impl = {
-  name: 'bridge+host-local',
-  argv: [join(REF, 'bridge')],
+  name: 'ptp+host-local',
+  argv: [join(REF, 'ptp')],
   cniPath: REF,
   conf: (node) => ({
     cniVersion: '1.0.0',
     name: 'ref',
-    type: 'bridge',
-    bridge: 'cni0',
-    isGateway: true,
-    ipMasq: true,
-    ipam: { type: 'host-local', subnet: '10.245.0.0/16', dataDir: join(node.dir, 'host-local') },
+    type: 'ptp',
+    ipMasq: false,
+    ipam: {
+      type: 'host-local',
+      subnet: '10.245.0.0/16',
+      routes: [{ dst: '0.0.0.0/0' }],
+      dataDir: join(node.dir, 'host-local'),
+    },
   }),
 };
 
@@ -88,12 +98,23 @@ function must(o: Op, what: string): Op {
   return o;
 }
 
+/** Links in the node namespace other than lo: after every DEL there must be none. */
+function nodeLinksLeft(): string[] {
+  const links = JSON.parse(sh(['ip', '-j', 'link', 'show'])) as { ifname: string }[];
+  return links.map((l) => l.ifname).filter((n) => n !== 'lo');
+}
+
+async function ferrydEndpointsLeft(node: BenchNode): Promise<number> {
+  const r = await fetch('http://ferryd/v1/operator/endpoints', { unix: node.socket });
+  return ((await r.json()) as { endpoints: unknown[] }).endpoints.length;
+}
+
 interface Figures {
   add: Op[];
   check: Op[];
   del: Op[];
-  c8: number[];
-  c32: number[];
+  /** CPU of a daemon over the sequential run (ferryd; 0 for the reference). */
+  daemonCpuMs: number;
   burstAddMs: number;
   burstDelMs: number;
   rssMiB: number;
@@ -101,16 +122,17 @@ interface Figures {
 
 /**
  * Both plugins step by step, alternating, so that a busy spell of the shared machine hits both alike:
- * pod i's ADD by Ferry, then by the reference, and so on; concurrency runs and bursts alternate too,
- * ROUNDS times each, and their medians are kept.
+ * pod i's ADD by Ferry, then by the reference, and so on; bursts alternate too, ROUNDS times, and their
+ * medians are kept. ferryd's CPU is read around the sequential part, where it serves only Ferry.
  */
 async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
   const impls = [FERRY, REFERENCE] as const;
   const pods = impls.map((impl) => makePods(node, Math.max(PODS, BURST), impl === FERRY ? 'f' : 'r'));
   const figures = impls.map(
-    (): Figures => ({ add: [], check: [], del: [], c8: [], c32: [], burstAddMs: 0, burstDelMs: 0, rssMiB: 0 }),
+    (): Figures => ({ add: [], check: [], del: [], daemonCpuMs: 0, burstAddMs: 0, burstDelMs: 0, rssMiB: 0 }),
   ) as [Figures, Figures];
   try {
+    const ferrydCpu0 = processCpuMs(node.ferrydPid);
     for (const command of ['ADD', 'CHECK', 'DEL'] as const) {
       for (let i = 0; i < PODS; i++) {
         for (const [k, impl] of impls.entries()) {
@@ -122,17 +144,10 @@ async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
         }
       }
     }
+    figures[0].daemonCpuMs = processCpuMs(node.ferrydPid) - ferrydCpu0;
     const bursts: number[][][] = impls.map(() => [[], []]);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, impl] of impls.entries()) {
-        const f = figures[k] as Figures;
-        const seq = (pods[k] ?? []).slice(0, PODS);
-        for (const c of [8, 32]) {
-          const idx = seq.map((_, i) => i);
-          const adds = await pool(idx, c, async (i) => must(await op(impl, node, 'ADD', seq[i] as string, i), 'ADD'));
-          await pool(idx, c, async (i) => must(await op(impl, node, 'DEL', seq[i] as string, i), 'DEL'));
-          (c === 8 ? f.c8 : f.c32).push(...adds.map((o) => o.wallMs));
-        }
         const burst = (pods[k] ?? []).slice(0, BURST);
         let t0 = performance.now();
         await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'ADD', p, i), 'burst ADD')));
@@ -140,8 +155,12 @@ async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
         t0 = performance.now();
         await Promise.all(burst.map(async (p, i) => must(await op(impl, node, 'DEL', p, i), 'burst DEL')));
         bursts[k]?.[1]?.push(performance.now() - t0);
+        const left = nodeLinksLeft();
+        if (left.length > 0) throw new Error(`${impl.name}: links left after the burst DEL: ${left.join(' ')}`);
       }
     }
+    const endpoints = await ferrydEndpointsLeft(node);
+    if (endpoints !== 0) throw new Error(`ferryd still holds ${endpoints} endpoints after the bursts`);
     for (const [k, impl] of impls.entries()) {
       const f = figures[k] as Figures;
       f.burstAddMs = median(bursts[k]?.[0] ?? []);
@@ -165,9 +184,11 @@ async function inside(node: BenchNode): Promise<void> {
   }
   const [f, r] = await measureBoth(node);
   const wall = (ops: Op[]) => ops.map((o) => o.wallMs);
+  const cpuSum = (ops: Op[]) => ops.reduce((s, o) => s + o.cpuMs, 0);
+  const pluginCpu = (x: Figures) => (cpuSum(x.add) + cpuSum(x.check) + cpuSum(x.del)) / PODS;
   const row = (what: string, a: number, b: number, digits = 1) => [what, fmt(a, digits), fmt(b, digits), fmt(a / b, 2)];
   printTable(
-    `ferry-cni vs ${REFERENCE.name} (${PODS} pods sequential, alternating; concurrency and bursts: ${ROUNDS} rounds; medians; ms)`,
+    `ferry-cni vs ${REFERENCE.name}, ipMasq false, IPv4-only both (${PODS} pods sequential, alternating; bursts: ${ROUNDS} rounds; medians; ms)`,
     ['measure', 'ferry', 'reference', 'ratio'],
     [
       row('ADD p50', median(wall(f.add)), median(wall(r.add))),
@@ -175,17 +196,30 @@ async function inside(node: BenchNode): Promise<void> {
       row('CHECK p50', median(wall(f.check)), median(wall(r.check))),
       row('DEL p50', median(wall(f.del)), median(wall(r.del))),
       row('DEL p95', percentile(wall(f.del), 95), percentile(wall(r.del), 95)),
-      row('CPU per ADD', median(f.add.map((o) => o.cpuMs)), median(r.add.map((o) => o.cpuMs)), 2),
-      row('CPU per DEL', median(f.del.map((o) => o.cpuMs)), median(r.del.map((o) => o.cpuMs)), 2),
-      row('ADD p50, 8 concurrent', median(f.c8), median(r.c8)),
-      row('ADD p50, 32 concurrent', median(f.c32), median(r.c32)),
+      row(
+        'CPU per ADD (plugin processes, p50)',
+        median(f.add.map((o) => o.cpuMs)),
+        median(r.add.map((o) => o.cpuMs)),
+        2,
+      ),
+      row('node CPU per pod: plugin processes', pluginCpu(f), pluginCpu(r), 2),
+      row('node CPU per pod: daemon', f.daemonCpuMs / PODS, r.daemonCpuMs / PODS, 2),
+      row(
+        'node CPU per pod lifecycle (sum)',
+        pluginCpu(f) + f.daemonCpuMs / PODS,
+        pluginCpu(r) + r.daemonCpuMs / PODS,
+        2,
+      ),
       row(`${BURST}-pod burst ADD wall`, f.burstAddMs, r.burstAddMs, 0),
       row(`${BURST}-pod burst DEL wall`, f.burstDelMs, r.burstDelMs, 0),
-      row('peak RSS of one process (MiB)', f.rssMiB, r.rssMiB),
+      row('peak RSS of one exec (MiB)', f.rssMiB, r.rssMiB),
     ],
   );
   console.log(
-    '\nreference = bridge (isGateway, ipMasq: the usual bridge conflist) exec, which execs host-local; ferry = ferry-cni exec (+ ferryd round trips).',
+    '\nreference = ptp exec (ipMasq false, host-local IPAM with a default route), which execs host-local; ferry = ferry-cni exec' +
+      ' + ferryd round trips. Node CPU per pod = (CPU of every ADD, CHECK and DEL exec with the processes it waited for,' +
+      ' + ferryd utime+stime over the sequential run) / pods. After every burst DEL no link is left in the node namespace' +
+      ' and ferryd holds no endpoint (checked).',
   );
 }
 

@@ -18,7 +18,7 @@ export interface BenchNode {
   /** ferryd's delete queue (the shim's conflist must name it: the default is the machine's own). */
   deleteQueue: string;
   netns: string;
-  /** ferryd's PID, for benchmarks that kill it. */
+  /** ferryd's process id (nsenter and env exec it in place): for its CPU from /proc, or to kill it. */
   ferrydPid: number;
 }
 

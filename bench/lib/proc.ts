@@ -1,4 +1,5 @@
 /// <reference types="bun-types" />
+import { readFileSync } from 'node:fs';
 /**
  * One plugin run as a runtime does it (fork + exec, CNI env, config on stdin), measured: wall time from
  * spawn to exit and the CPU time of the child and the processes it waited for (Bun's resourceUsage).
@@ -54,4 +55,19 @@ export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: 
   });
   await Promise.all(workers);
   return out;
+}
+
+/** Clock ticks per second, the unit of /proc/PID/stat's CPU times. */
+const CLK_TCK = Number(sh(['getconf', 'CLK_TCK']).trim()) || 100;
+
+/**
+ * CPU a process has used so far, in ms: utime + stime of all its threads, plus cutime + cstime of the
+ * children it has waited for (the `ip` runs of its reconcilers), from /proc/PID/stat (clock ticks).
+ */
+export function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name, which is in parentheses and may contain spaces.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i]), 0);
+  return (ticks * 1000) / CLK_TCK;
 }

@@ -2,8 +2,14 @@
  * The network config on stdin: decoded (code 6), version-checked (code 1, in skel's words), then
  * validated (code 7 naming the field). Ferry allocates through ferryd, so a delegated `ipam` is refused
  * on the commands that set up or inspect (never on DEL or GC) rather than silently ignored.
+ *
+ * Building NetConfSchema costs ~2 ms of every command (zod constructs run cold once per process), so the
+ * common config — Ferry's scalar keys only — is checked by hand (acceptPlainNetConf); anything else, valid
+ * or not, goes through the schema, which also words every error. config.test.ts holds the hand check to
+ * the schema: whatever it accepts, the schema accepts with the same result.
  */
-import { type NetConf, NetConfSchema } from '@ferry/shared-types/cni/config';
+import type { NetConf } from '@ferry/shared-types/cni/config';
+import { networkNameProblem } from '@ferry/shared-types/cni/validate';
 import { type CniVersion, isSupportedVersion, SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
@@ -16,7 +22,7 @@ export type ShimConf = NetConf & { cniVersion: CniVersion };
 const SUPPORTED_Q = `[${SUPPORTED_VERSIONS.map((v) => `"${v}"`).join(' ')}]`;
 
 /** Validates the decoded stdin (stdin.ts decodes it, once) for `command`. */
-export function parseNetConf(doc: Record<string, unknown>, command: Command): ShimConf {
+export async function parseNetConf(doc: Record<string, unknown>, command: Command): Promise<ShimConf> {
   const version = declaredVersion(doc);
   if (!isSupportedVersion(version)) {
     throw new CniError(
@@ -26,7 +32,15 @@ export function parseNetConf(doc: Record<string, unknown>, command: Command): Sh
     );
   }
   requireVersionFor(command, version);
-  const conf = parseAs(NetConfSchema, { ...doc, cniVersion: version }, Code.InvalidConfig, 'invalid network config');
+  const input = { ...doc, cniVersion: version };
+  const conf =
+    acceptPlainNetConf(input) ??
+    parseAs(
+      (await import('@ferry/shared-types/cni/config')).NetConfSchema,
+      input,
+      Code.InvalidConfig,
+      'invalid network config',
+    );
   // DEL and GC only release: refusing them would keep pods Terminating after an operator edit.
   if (conf.ipam?.type && command !== 'DEL' && command !== 'GC') {
     throw new CniError(
@@ -52,3 +66,50 @@ function requireVersionFor(command: Command, version: CniVersion): void {
     );
   }
 }
+
+/** NetConfSchema's keys whose values acceptPlainNetConf checks itself (the rest send it to the schema). */
+export const PLAIN_KEY_CHECKS: Record<string, (v: unknown) => boolean> = {
+  cniVersion: (v) => typeof v === 'string',
+  name: (v) => typeof v === 'string' && networkNameProblem(v) === undefined,
+  type: (v) => typeof v === 'string',
+  daemonSocket: (v) => isAbsolutePath(v),
+  logFile: (v) => isAbsolutePath(v),
+  deleteQueue: (v) => isAbsolutePath(v),
+  logLevel: (v) => v === 'debug' || v === 'info' || v === 'warn' || v === 'error' || v === 'silent',
+  mtu: (v) => isIntIn(v, 68, 65535),
+  deleteQueueLimit: (v) => isIntIn(v, 1, 1_000_000),
+  ipMasq: (v) => typeof v === 'boolean',
+  args: (v) => isPlainObject(v),
+  prevResult: (v) => v === null || isPlainObject(v),
+};
+
+/** NetConfSchema's keys with nested shapes: their presence hands the config to the schema. */
+export const SCHEMA_ONLY_KEYS = new Set([
+  'runtimeConfig',
+  'dns',
+  'ipam',
+  'delegatedNICs',
+  'daemonTimeouts',
+  'cni.dev/valid-attachments',
+  'cni.dev/attachments',
+]);
+
+/**
+ * The config as NetConfSchema would return it, when every key is either unknown (kept, as the schema
+ * keeps it) or one of Ferry's scalar keys with a valid value; undefined when the schema must decide.
+ */
+export function acceptPlainNetConf(doc: Record<string, unknown>): NetConf | undefined {
+  for (const key of ['cniVersion', 'name', 'type']) if (!(key in doc)) return undefined;
+  for (const [key, value] of Object.entries(doc)) {
+    if (SCHEMA_ONLY_KEYS.has(key)) return undefined;
+    const check = PLAIN_KEY_CHECKS[key];
+    if (check && !check(value)) return undefined;
+  }
+  // Checked above key by key against the schema's own rules (config.test.ts compares with it).
+  return { ...doc } as NetConf;
+}
+
+const isAbsolutePath = (v: unknown) => typeof v === 'string' && v.startsWith('/');
+const isIntIn = (v: unknown, min: number, max: number) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -14,6 +14,7 @@ import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
+import { acceptAllocation, acceptEndpoint } from './answers';
 import type { Logger } from './log';
 import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
 
@@ -54,6 +55,8 @@ export class DaemonClient {
       '/v1/allocations',
       async () => (await import('@ferry/shared-types/api/allocations')).AllocationSchema,
       req,
+      undefined,
+      acceptAllocation,
     );
   }
 
@@ -70,6 +73,7 @@ export class DaemonClient {
         endpointSchema,
         undefined,
         deadlineMs,
+        acceptEndpoint,
       );
     } catch (err) {
       if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
@@ -127,15 +131,18 @@ export class DaemonClient {
     }
   }
 
-  /** A call whose answer is used: parsed with `schema`. */
+  /** A call whose answer is used: taken by `accept` (answers.ts) when it can, else parsed with `schema`. */
   async #call<T>(
     method: RequestOptions['method'],
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
     deadlineMs?: number,
+    accept?: (doc: unknown) => T | undefined,
   ): Promise<T> {
     const doc = await this.#exchange(method, path, body, deadlineMs);
+    const accepted = accept?.(doc);
+    if (accepted !== undefined) return accepted;
     const parsed = (await schema()).safeParse(doc);
     if (parsed.success) return parsed.data;
     throw new CniError(

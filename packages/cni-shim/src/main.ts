@@ -81,7 +81,7 @@ async function run(
       import('./daemon-client'),
       import('@ferry/net'),
     ]);
-    const conf = parseNetConf(input.doc, args.command);
+    const conf = await parseNetConf(input.doc, args.command);
     version = conf.cniVersion;
     // logFile needs no second look: the peek took it by the schema's own rule (an absolute path).
     if (conf.logLevel) log.setLevel(conf.logLevel satisfies Level);
@@ -104,7 +104,7 @@ async function run(
         },
         clog,
       ),
-      ip: new Ip(rt.run),
+      ip: new Ip(rt.run, rt.links),
       log: clog,
       addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
       delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,

@@ -1,8 +1,10 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
+import { AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { resultSchemaFor } from '@ferry/shared-types/cni/result';
 import { expect, test } from 'vitest';
 import type { ShimConf } from './config';
-import { prevResultOf, toResult } from './result';
+import { isAnyResult, prevResultOf, toResult } from './result';
+import { holdToSchema } from './testing/oracle';
 
 const alloc: Allocation = {
   network: 'ferry',
@@ -58,3 +60,22 @@ test("a chained prevResult is passed through with Ferry's interfaces, addresses 
   });
   expect(resultSchemaFor('0.4.0').safeParse(r).success).toBe(true);
 });
+
+holdToSchema(
+  'prevResult',
+  [
+    {
+      cniVersion: '1.0.0',
+      interfaces: [
+        { name: 'fry0', mac: 'ee:ee:ee:ee:ee:ee' },
+        { name: 'eth0', sandbox: '/var/run/netns/p' },
+      ],
+      ips: [{ address: '10.244.1.5/32', gateway: '169.254.1.1', interface: 1 }],
+      routes: [{ dst: '0.0.0.0/0', gw: '169.254.1.1' }],
+      dns: { nameservers: ['10.96.0.10'] },
+    },
+    { cniVersion: '0.3.1', ips: [{ version: '4', address: '10.0.0.2/24' }], portMappings: [] },
+  ],
+  (doc) => (isAnyResult(doc) ? doc : undefined),
+  AnyResultSchema,
+);

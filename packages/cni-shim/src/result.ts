@@ -10,6 +10,7 @@ import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';
+import { arrayOf, isNumber, isString, looseObject } from './hand-check';
 import type { BuiltInfraNic } from './nic/infra';
 
 /** One NIC of the plan and what the shim built for it. */
@@ -18,14 +19,27 @@ export type BuiltPair =
   | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
 
 /**
- * The config's prevResult, validated (empty when there is none). Its schema is loaded only then: most
- * ADDs are first in their chain and never need it.
+ * The config's prevResult, validated (empty when there is none): by hand in the usual case (isAnyResult),
+ * else by its schema, which is loaded only then and words the error.
  */
 export async function prevResultOf(conf: ShimConf): Promise<AnyResult> {
   if (!conf.prevResult) return {};
+  if (isAnyResult(conf.prevResult)) return conf.prevResult as AnyResult; // checked by AnyResultSchema's rules
   const { AnyResultSchema } = await import('@ferry/shared-types/cni/any-result');
   return parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult');
 }
+
+/** AnyResultSchema's rules by hand (result.test.ts holds it to the schema); building the schema costs ~1 ms. */
+export const isAnyResult = looseObject(
+  {},
+  {
+    cniVersion: isString,
+    interfaces: arrayOf(looseObject({ name: isString })),
+    ips: arrayOf(looseObject({ address: isString }, { version: isString, interface: isNumber })),
+    routes: arrayOf(looseObject({ dst: isString })),
+    dns: looseObject({}),
+  },
+);
 
 export function toResult(
   conf: ShimConf,

@@ -52,76 +52,94 @@ export interface VxlanSpec {
   dev?: string;
 }
 
+/**
+ * One typed change (or show) in a batch. The `ip -batch` line is derived from it (lineOf); the shim's
+ * rtnetlink applier reads the ops themselves, so no one parses a command line back.
+ */
+export type BatchOp =
+  | { op: 'addVeth'; spec: VethSpec }
+  | { op: 'setAddrGenMode'; dev: string; mode: 'none' | 'eui64' }
+  | { op: 'setUp'; dev: string }
+  | { op: 'setDown'; dev: string }
+  | { op: 'rename'; dev: string; to: string }
+  | { op: 'setAlias'; dev: string; alias: string }
+  | { op: 'setGroup'; dev: string; group: number | 'default' }
+  | { op: 'setMac'; dev: string; mac: string }
+  | { op: 'moveTo'; dev: string; netnsPath: string }
+  | { op: 'addAddress'; dev: string; cidr: string; nodad: boolean }
+  | { op: 'replaceAddress'; dev: string; cidr: string; nodad: boolean }
+  | { op: 'deleteAddress'; dev: string; cidr: string }
+  | { op: 'addRoute'; route: RouteSpec }
+  | { op: 'ownedRoute'; verb: 'add' | 'replace'; route: OwnedRouteSpec }
+  | { op: 'deleteOwnedRoute'; dst: string; proto: number }
+  | { op: 'addVxlan'; spec: VxlanSpec }
+  | { op: 'replaceNeigh'; dst: string; lladdr: string; dev: string }
+  | { op: 'deleteNeigh'; dst: string; dev: string }
+  | { op: 'showLink'; dev: string }
+  | { op: 'showAllAddrs' }
+  | { op: 'showRoutes' };
+
 export class IpBatch {
   readonly tool = 'ip';
-  readonly lines: BatchLine[] = [];
+  readonly ops: BatchOp[] = [];
 
-  #push(args: string[], json = false): this {
-    this.lines.push({ args, json });
+  /** The batch as iproute2 command lines, in order. */
+  get lines(): BatchLine[] {
+    return this.ops.map(lineOf);
+  }
+
+  #push(op: BatchOp): this {
+    this.ops.push(op);
     return this;
   }
 
   /** Creates a veth pair; the peer may be born directly inside another namespace. */
   addVeth(spec: VethSpec): this {
-    const args = ['link', 'add', spec.name];
-    if (spec.mac) args.push('address', spec.mac);
-    if (spec.mtu) args.push('mtu', String(spec.mtu));
-    args.push('type', 'veth', 'peer', 'name', spec.peer.name);
-    if (spec.peer.mac) args.push('address', spec.peer.mac);
-    if (spec.peer.mtu) args.push('mtu', String(spec.peer.mtu));
-    if (spec.peer.netns) args.push('netns', spec.peer.netns);
-    return this.#push(args);
+    return this.#push({ op: 'addVeth', spec });
   }
 
   /** `none` stops the kernel from generating a link-local address (and running DAD on it). */
   setAddrGenMode(dev: string, mode: 'none' | 'eui64'): this {
-    return this.#push(['link', 'set', 'dev', dev, 'addrgenmode', mode]);
+    return this.#push({ op: 'setAddrGenMode', dev, mode });
   }
 
   setUp(dev: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'up']);
+    return this.#push({ op: 'setUp', dev });
   }
 
   setDown(dev: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'down']);
+    return this.#push({ op: 'setDown', dev });
   }
 
   rename(dev: string, to: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'name', to]);
+    return this.#push({ op: 'rename', dev, to });
   }
 
   setAlias(dev: string, alias: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'alias', alias]);
+    return this.#push({ op: 'setAlias', dev, alias });
   }
 
   /** The link's group (IFLA_GROUP): a number, or `default` (0). */
   setGroup(dev: string, group: number | 'default'): this {
-    return this.#push(['link', 'set', 'dev', dev, 'group', String(group)]);
+    return this.#push({ op: 'setGroup', dev, group });
   }
 
   setMac(dev: string, mac: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'address', mac]);
+    return this.#push({ op: 'setMac', dev, mac });
   }
 
   /** Moves `dev` into the namespace at `netnsPath` (it arrives down, without addresses). */
   moveTo(dev: string, netnsPath: string): this {
-    return this.#push(['link', 'set', 'dev', dev, 'netns', netnsPath]);
+    return this.#push({ op: 'moveTo', dev, netnsPath });
   }
 
   /** Adds an address; `nodad` makes an IPv6 address usable at once (no duplicate detection on a /128). */
   addAddress(dev: string, cidr: string, opts: { nodad?: boolean } = {}): this {
-    const args = ['addr', 'add', cidr, 'dev', dev];
-    if (opts.nodad) args.push('nodad');
-    return this.#push(args);
+    return this.#push({ op: 'addAddress', dev, cidr, nodad: opts.nodad ?? false });
   }
 
-  addRoute(r: RouteSpec): this {
-    // The family follows from dst; batch lines cannot carry -4/-6.
-    const args = ['route', 'add', r.dst];
-    if (r.via) args.push('via', r.via);
-    args.push('dev', r.dev);
-    if (r.scope) args.push('scope', r.scope);
-    return this.#push(args);
+  addRoute(route: RouteSpec): this {
+    return this.#push({ op: 'addRoute', route });
   }
 
   /**
@@ -129,17 +147,17 @@ export class IpBatch {
    * metric is there, whoever owns it: a new route must never take another owner's place.
    */
   addOwnedRoute(r: OwnedRouteSpec): this {
-    return this.#push(ownedRouteArgs('add', r));
+    return this.#push({ op: 'ownedRoute', verb: 'add', route: r });
   }
 
   /** Changes an owned route in place (only for a route known to carry the owner's protocol). */
   replaceRoute(r: OwnedRouteSpec): this {
-    return this.#push(ownedRouteArgs('replace', r));
+    return this.#push({ op: 'ownedRoute', verb: 'replace', route: r });
   }
 
   /** Deletes the route to `dst` only if it carries `proto`: another owner's route to dst stays. */
   deleteRoute(dst: string, proto: number): this {
-    return this.#push(['route', 'del', dst, 'proto', String(proto), 'table', 'main']);
+    return this.#push({ op: 'deleteOwnedRoute', dst, proto });
   }
 
   /**
@@ -147,57 +165,120 @@ export class IpBatch {
    * writes, as flannel's vxlan backend does.
    */
   addVxlan(spec: VxlanSpec): this {
-    const args = ['link', 'add', spec.name, 'address', spec.mac];
-    if (spec.mtu) args.push('mtu', String(spec.mtu));
-    args.push('type', 'vxlan', 'id', String(spec.vni), 'dstport', String(spec.port));
-    if (spec.local) args.push('local', spec.local);
-    if (spec.dev) args.push('dev', spec.dev);
-    args.push('nolearning');
-    return this.#push(args);
+    return this.#push({ op: 'addVxlan', spec });
   }
 
   /** Adds the address, or leaves it as it is when the device has it already. */
   replaceAddress(dev: string, cidr: string, opts: { nodad?: boolean } = {}): this {
-    const args = ['addr', 'replace', cidr, 'dev', dev];
-    if (opts.nodad) args.push('nodad');
-    return this.#push(args);
+    return this.#push({ op: 'replaceAddress', dev, cidr, nodad: opts.nodad ?? false });
   }
 
   deleteAddress(dev: string, cidr: string): this {
-    return this.#push(['addr', 'del', cidr, 'dev', dev]);
+    return this.#push({ op: 'deleteAddress', dev, cidr });
   }
 
   deleteNeigh(dst: string, dev: string): this {
-    return this.#push(['neigh', 'del', dst, 'dev', dev]);
+    return this.#push({ op: 'deleteNeigh', dst, dev });
   }
 
   /** A permanent neighbour entry, so the pod never has to resolve its gateway. */
   replaceNeigh(dst: string, lladdr: string, dev: string): this {
-    return this.#push(['neigh', 'replace', dst, 'lladdr', lladdr, 'dev', dev, 'nud', 'permanent']);
+    return this.#push({ op: 'replaceNeigh', dst, lladdr, dev });
   }
 
   /** JSON: the link's ifindex, MAC, alias and kind. */
   showLink(dev: string): this {
-    return this.#push(['link', 'show', 'dev', dev], true);
+    return this.#push({ op: 'showLink', dev });
   }
 
   /** Every link with its MAC and addresses: one JSON document for a whole namespace. */
   showAllAddrs(): this {
-    return this.#push(['addr', 'show'], true);
+    return this.#push({ op: 'showAllAddrs' });
   }
 
   /** Every route of every table and family (batch lines cannot switch family, `table all` shows both). */
   showRoutes(): this {
-    return this.#push(['route', 'show', 'table', 'all'], true);
+    return this.#push({ op: 'showRoutes' });
   }
 }
 
-function ownedRouteArgs(verb: 'add' | 'replace', r: OwnedRouteSpec): string[] {
-  const args = ['route', verb, r.dst, 'via', r.via];
-  if (r.dev) args.push('dev', r.dev);
-  if (r.onlink) args.push('onlink');
-  args.push('proto', String(r.proto));
-  return args;
+/** The `ip` command line of one op. */
+function lineOf(o: BatchOp): BatchLine {
+  const line = (args: string[], json = false): BatchLine => ({ args, json });
+  switch (o.op) {
+    case 'addVeth': {
+      const { spec } = o;
+      const args = ['link', 'add', spec.name];
+      if (spec.mac) args.push('address', spec.mac);
+      if (spec.mtu) args.push('mtu', String(spec.mtu));
+      args.push('type', 'veth', 'peer', 'name', spec.peer.name);
+      if (spec.peer.mac) args.push('address', spec.peer.mac);
+      if (spec.peer.mtu) args.push('mtu', String(spec.peer.mtu));
+      if (spec.peer.netns) args.push('netns', spec.peer.netns);
+      return line(args);
+    }
+    case 'setAddrGenMode':
+      return line(['link', 'set', 'dev', o.dev, 'addrgenmode', o.mode]);
+    case 'setUp':
+      return line(['link', 'set', 'dev', o.dev, 'up']);
+    case 'setDown':
+      return line(['link', 'set', 'dev', o.dev, 'down']);
+    case 'rename':
+      return line(['link', 'set', 'dev', o.dev, 'name', o.to]);
+    case 'setAlias':
+      return line(['link', 'set', 'dev', o.dev, 'alias', o.alias]);
+    case 'setGroup':
+      return line(['link', 'set', 'dev', o.dev, 'group', String(o.group)]);
+    case 'setMac':
+      return line(['link', 'set', 'dev', o.dev, 'address', o.mac]);
+    case 'moveTo':
+      return line(['link', 'set', 'dev', o.dev, 'netns', o.netnsPath]);
+    case 'addAddress':
+      return line(['addr', 'add', o.cidr, 'dev', o.dev, ...(o.nodad ? ['nodad'] : [])]);
+    case 'replaceAddress':
+      return line(['addr', 'replace', o.cidr, 'dev', o.dev, ...(o.nodad ? ['nodad'] : [])]);
+    case 'deleteAddress':
+      return line(['addr', 'del', o.cidr, 'dev', o.dev]);
+    case 'addRoute': {
+      // The family follows from dst; batch lines cannot carry -4/-6.
+      const r = o.route;
+      const args = ['route', 'add', r.dst];
+      if (r.via) args.push('via', r.via);
+      args.push('dev', r.dev);
+      if (r.scope) args.push('scope', r.scope);
+      return line(args);
+    }
+    case 'ownedRoute': {
+      const r = o.route;
+      const args = ['route', o.verb, r.dst, 'via', r.via];
+      if (r.dev) args.push('dev', r.dev);
+      if (r.onlink) args.push('onlink');
+      args.push('proto', String(r.proto));
+      return line(args);
+    }
+    case 'deleteOwnedRoute':
+      return line(['route', 'del', o.dst, 'proto', String(o.proto), 'table', 'main']);
+    case 'addVxlan': {
+      const { spec } = o;
+      const args = ['link', 'add', spec.name, 'address', spec.mac];
+      if (spec.mtu) args.push('mtu', String(spec.mtu));
+      args.push('type', 'vxlan', 'id', String(spec.vni), 'dstport', String(spec.port));
+      if (spec.local) args.push('local', spec.local);
+      if (spec.dev) args.push('dev', spec.dev);
+      args.push('nolearning');
+      return line(args);
+    }
+    case 'replaceNeigh':
+      return line(['neigh', 'replace', o.dst, 'lladdr', o.lladdr, 'dev', o.dev, 'nud', 'permanent']);
+    case 'deleteNeigh':
+      return line(['neigh', 'del', o.dst, 'dev', o.dev]);
+    case 'showLink':
+      return line(['link', 'show', 'dev', o.dev], true);
+    case 'showAllAddrs':
+      return line(['addr', 'show'], true);
+    case 'showRoutes':
+      return line(['route', 'show', 'table', 'all'], true);
+  }
 }
 
 /**

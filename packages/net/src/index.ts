@@ -2,5 +2,6 @@ export * from './batch';
 export * from './ip';
 export * from './netns';
 export * from './run';
-export * from './schemas';
+// Types only: the schemas themselves are '@ferry/net/schemas', loaded when something parses with them.
+export type { IpAddrLink, IpLink, IpRoute } from './schemas';
 export * from './sysctl';

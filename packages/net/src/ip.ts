@@ -1,22 +1,10 @@
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { type BatchLine, type FdbBatch, type IpBatch, quoteBatchWord } from './batch';
+import { type BatchLine, type FdbBatch, IpBatch, quoteBatchWord } from './batch';
 import { describeNetns, ipArgv, type Netns } from './netns';
 import { isNoDevice, isNoNetns, NetError, type Runner, type RunResult } from './run';
-import {
-  type FdbEntry,
-  FdbListSchema,
-  type IpAddrLink,
-  IpAddrListSchema,
-  type IpLink,
-  IpLinkListSchema,
-  type IpRoute,
-  IpRouteListSchema,
-  type Neighbour,
-  NeighbourListSchema,
-  RouteGetSchema,
-} from './schemas';
+import type { FdbEntry, IpAddrLink, IpLink, IpRoute, Neighbour } from './schemas';
 
 /** An address as `ip -j addr` shows it. */
 export interface LinkAddress {
@@ -38,14 +26,29 @@ export interface LinkRoute extends IpRoute {
 }
 
 /**
- * iproute2 through a Runner. Every method takes the namespace it works in; reads parse `ip -j` with zod
+ * Applies a batch and deletes links without iproute2 (rtnetlink in the shipped shim). A batch it does
+ * not support runs through iproute2; its errors are NetErrors worded as iproute2's.
+ */
+export interface LinkApplier {
+  supports(batch: IpBatch): boolean;
+  apply(ns: Netns, batch: IpBatch, what: string): unknown[];
+  /** `ip -j -d route show table all` of `ns`; with `dev`, its routes only ('absent': no such link). */
+  routes(ns: Netns, dev?: string): unknown[] | 'absent';
+  deleteLink(ns: Netns, name: string): 'deleted' | 'absent';
+}
+
+/**
+ * iproute2 through a Runner, or rtnetlink through a LinkApplier where the runtime has one. Every method
+ * takes the namespace it works in; reads parse `ip -j` (by hand in the usual shapes, else with zod)
  * and "not there" is a value (`undefined`, `'absent'`), never an exception.
  */
 export class Ip {
   readonly #run: Runner;
+  readonly #links: LinkApplier | undefined;
 
-  constructor(run: Runner) {
+  constructor(run: Runner, links?: LinkApplier) {
     this.#run = run;
+    this.#links = links;
   }
 
   /**
@@ -53,8 +56,9 @@ export class Ip {
    * order. `what` names the operation in the error. Throws NetError naming the line that failed.
    */
   async apply(ns: Netns, batch: IpBatch, what: string): Promise<unknown[]> {
+    if (batch.ops.length === 0) return [];
+    if (this.#links?.supports(batch)) return this.#links.apply(ns, batch, what);
     const lines = batch.lines;
-    if (lines.length === 0) return [];
     const hasJson = lines.some((l) => l.json);
     const quoted = lines.map((l) => l.args.map(quoteBatchWord));
     if (quoted.some((words) => words.some((w) => w === undefined))) return this.#applyOneByOne(ns, lines, what);
@@ -103,25 +107,25 @@ export class Ip {
   /** The routes of the main table that carry route protocol `proto`, both families. */
   async listRoutesOf(ns: Netns, proto: number): Promise<LinkRoute[]> {
     const r = await this.#show(ns, ['route', 'show', 'table', 'all', 'proto', String(proto)], 'list routes');
-    return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
+    return r === 'absent' ? [] : toMainRoutes(await parseRoutes(r, 'routes'));
   }
 
   /** The neighbour entries of `dev`, both families; none when the device is not there. */
   async listNeighbours(ns: Netns, dev: string): Promise<Neighbour[]> {
     const r = await this.#show(ns, ['neigh', 'show', 'dev', dev], `list neighbours of ${dev}`);
-    return r === 'absent' ? [] : parseOne(NeighbourListSchema, r, `neighbours of ${dev}`);
+    return r === 'absent' ? [] : parseOne((await import('./schemas')).NeighbourListSchema, r, `neighbours of ${dev}`);
   }
 
   /** The forwarding entries of `dev` (`bridge fdb`); none when the device is not there. */
   async listFdb(ns: Netns, dev: string): Promise<FdbEntry[]> {
     const r = await this.#show(ns, ['fdb', 'show', 'dev', dev], `list fdb of ${dev}`, 'bridge');
-    return r === 'absent' ? [] : parseOne(FdbListSchema, r, `fdb of ${dev}`);
+    return r === 'absent' ? [] : parseOne((await import('./schemas')).FdbListSchema, r, `fdb of ${dev}`);
   }
 
   /** The addresses of `dev`, or undefined when there is no such device. */
   async linkAddresses(ns: Netns, dev: string): Promise<IpAddrLink | undefined> {
     const r = await this.#show(ns, ['addr', 'show', 'dev', dev], `list addresses of ${dev}`);
-    return r === 'absent' ? undefined : parseOne(IpAddrListSchema, r, `addresses of ${dev}`)[0];
+    return r === 'absent' ? undefined : (await parseAddrLinks(r, `addresses of ${dev}`))[0];
   }
 
   /** The device and source address the kernel would use to reach `dst`; undefined when unreachable. */
@@ -132,6 +136,7 @@ export class Ip {
       if (/unreachable|No route/i.test(r.stderr)) return undefined;
       throw new NetError(`look up the route to ${dst} in ${describeNetns(ns)}`, r, argv);
     }
+    const { RouteGetSchema } = await import('./schemas');
     const found = parseOne(RouteGetSchema, parseJsonLines(r.stdout), `route to ${dst}`)[0];
     return found?.dev ? { dev: found.dev, ...(found.prefsrc ? { prefsrc: found.prefsrc } : {}) } : undefined;
   }
@@ -151,15 +156,24 @@ export class Ip {
 
   /** The link called `name` in `ns`, or undefined when there is none. */
   async getLink(ns: Netns, name: string): Promise<IpLink | undefined> {
+    if (this.#links) {
+      try {
+        const docs = this.#links.apply(ns, new IpBatch().showLink(name), `look up link ${name}`);
+        return (await parseLinks(docs, `link ${name}`))[0];
+      } catch (err) {
+        if (err instanceof NetError && isNoDevice(err.stderr)) return undefined;
+        throw err;
+      }
+    }
     const r = await this.#show(ns, ['link', 'show', 'dev', name], `look up link ${name}`);
     if (r === 'absent') return undefined;
-    return parseOne(IpLinkListSchema, r, `link ${name}`)[0];
+    return (await parseLinks(r, `link ${name}`))[0];
   }
 
   /** Every link in `ns`. */
   async listLinks(ns: Netns): Promise<IpLink[]> {
     const r = await this.#show(ns, ['link', 'show'], 'list links');
-    return r === 'absent' ? [] : parseOne(IpLinkListSchema, r, 'links');
+    return r === 'absent' ? [] : parseLinks(r, 'links');
   }
 
   /** Every link in `ns`, or undefined when the namespace itself is gone (a pod's, after its death). */
@@ -172,14 +186,19 @@ export class Ip {
     }
   }
 
-  /** The routes of the main table, both families. */
-  async listRoutes(ns: Netns): Promise<LinkRoute[]> {
-    const r = await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
-    return r === 'absent' ? [] : toMainRoutes(parseOne(IpRouteListSchema, r, 'routes'));
+  /** The routes of the main table, both families; with `dev`, only those through that link. */
+  async listRoutes(ns: Netns, dev?: string): Promise<LinkRoute[]> {
+    const r = this.#links
+      ? this.#links.routes(ns, dev)
+      : await this.#show(ns, ['route', 'show', 'table', 'all'], 'list routes');
+    if (r === 'absent') return [];
+    const routes = toMainRoutes(await parseRoutes(this.#links ? [r] : r, 'routes'));
+    return dev === undefined ? routes : routes.filter((route) => route.dev === dev);
   }
 
   /** Deletes link `name` (a veth takes its peer along). */
   async deleteLink(ns: Netns, name: string): Promise<'deleted' | 'absent'> {
+    if (this.#links) return this.#links.deleteLink(ns, name);
     const argv = ipArgv(ns, ['link', 'del', 'dev', name]);
     const r = await this.#run(argv);
     if (r.exitCode === 0) return 'deleted';
@@ -211,6 +230,79 @@ export function parseJsonLines(stdout: string): unknown[] {
     if (t) out.push(JSON.parse(t));
   }
   return out;
+}
+
+/**
+ * The first JSON document of a show (from `ip -j` or the netlink layer), in its usual shape checked by hand
+ * (accept*), anything else by its schema in '@ferry/net/schemas', so zod is loaded only then: building
+ * schemas cost the shim's every command a millisecond. ip.test.ts holds each hand check to its schema.
+ */
+export async function parseLinks(docs: unknown[], what: string): Promise<IpLink[]> {
+  return acceptLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpLinkListSchema, docs, what);
+}
+
+export async function parseAddrLinks(docs: unknown[], what: string): Promise<IpAddrLink[]> {
+  return acceptAddrLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpAddrListSchema, docs, what);
+}
+
+export async function parseRoutes(docs: unknown[], what: string): Promise<IpRoute[]> {
+  return acceptRoutes(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpRouteListSchema, docs, what);
+}
+
+type Fields = Record<string, unknown>;
+const isObject = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const isStrings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+/** Each of `keys` absent or a string. */
+const optionalStrings = (o: Fields, keys: readonly string[]) =>
+  keys.every((k) => !(k in o) || typeof o[k] === 'string');
+
+/** A list of loose objects, each passing `item`; the list unchanged, or undefined. */
+function acceptList<T>(doc: unknown, item: (o: Fields) => boolean): T[] | undefined {
+  // Checked item by item against the schema's rules (its objects are loose: other keys stay).
+  return Array.isArray(doc) && doc.every((o) => isObject(o) && item(o)) ? (doc as T[]) : undefined;
+}
+
+const isLinkHead = (o: Fields) =>
+  isNumber(o.ifindex) && typeof o.ifname === 'string' && (!('flags' in o) || isStrings(o.flags));
+
+/** IpLinkListSchema's rules by hand. */
+export function acceptLinks(doc: unknown): IpLink[] | undefined {
+  return acceptList(
+    doc,
+    (o) =>
+      isLinkHead(o) &&
+      optionalStrings(o, ['address', 'permaddr', 'operstate', 'ifalias', 'group', 'link_type']) &&
+      (!('mtu' in o) || isNumber(o.mtu)) &&
+      (!('linkinfo' in o) || (isObject(o.linkinfo) && optionalStrings(o.linkinfo, ['info_kind']))),
+  );
+}
+
+/** IpAddrListSchema's rules by hand. */
+export function acceptAddrLinks(doc: unknown): IpAddrLink[] | undefined {
+  return acceptList(
+    doc,
+    (o) =>
+      isLinkHead(o) &&
+      optionalStrings(o, ['address']) &&
+      acceptList(
+        o.addr_info,
+        (a) =>
+          typeof a.family === 'string' &&
+          typeof a.local === 'string' &&
+          isNumber(a.prefixlen) &&
+          optionalStrings(a, ['scope']),
+      ) !== undefined,
+  );
+}
+
+/** IpRouteListSchema's rules by hand. */
+export function acceptRoutes(doc: unknown): IpRoute[] | undefined {
+  return acceptList(
+    doc,
+    (o) =>
+      typeof o.dst === 'string' && optionalStrings(o, ['gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref']),
+  );
 }
 
 /** Parses the first JSON document of a show with `schema`; a mismatch is a NetError naming `what`. */

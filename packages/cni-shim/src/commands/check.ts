@@ -4,12 +4,11 @@
  */
 import {
   type IpAddrLink,
-  IpAddrListSchema,
   IpBatch,
-  IpRouteListSchema,
   type LinkRoute,
   netnsAt,
-  parseOne,
+  parseAddrLinks,
+  parseRoutes,
   sameMac,
   toAddresses,
   toMainRoutes,
@@ -27,7 +26,11 @@ import { interfacesOf } from './attachment';
 export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   if (!conf.prevResult) throw new CniError(Code.InvalidConfig, 'invalid network config: CHECK needs prevResult');
   const prev = await prevResultOf(conf);
-  const mine = interfacesOf(await d.daemon.getEndpoint(args.containerId), conf.name, args.ifName);
+  // ferryd answers on Bun's HTTP thread while this one reads the pod over netlink (read-only either way).
+  const endpoint = d.daemon.getEndpoint(args.containerId);
+  endpoint.catch(() => undefined); // awaited below; this only keeps the rejection from counting as unhandled
+  const pod = await inspectPod(args.netns, d);
+  const mine = interfacesOf(await endpoint, conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
       Code.CheckFailed,
@@ -35,7 +38,6 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
     );
   }
   const problems: string[] = [];
-  const pod = await inspectPod(args.netns, d);
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
     if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d)));
@@ -62,8 +64,8 @@ async function inspectPod(netns: string, d: Deps): Promise<PodView | string> {
   try {
     const docs = await d.ip.apply(netnsAt(netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${netns}`);
     return {
-      links: parseOne(IpAddrListSchema, docs, 'links'),
-      routes: toMainRoutes(parseOne(IpRouteListSchema, docs.slice(1), 'routes')),
+      links: await parseAddrLinks(docs, 'links'),
+      routes: toMainRoutes(await parseRoutes(docs.slice(1), 'routes')),
     };
   } catch (err) {
     return `cannot inspect ${netns}: ${(err as Error).message}`;

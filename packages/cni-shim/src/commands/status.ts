@@ -34,7 +34,7 @@ export async function cmdStatus(_args: CmdArgs, conf: ShimConf, d: Deps): Promis
     }
   }
   for (const p of status.pools) {
-    if ((await readSysctl(FORWARDING[p.family])) === '0') {
+    if (readSysctl(FORWARDING[p.family]) === '0') {
       throw new CniError(
         Code.LimitedConnectivity,
         `network "${conf.name}": IPv${p.family} forwarding is off on this node; existing pods cannot reach beyond it`,

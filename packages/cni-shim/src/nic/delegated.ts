@@ -15,17 +15,7 @@
  * It is renamed inside the pod and then moved out; if its host name is taken, nothing is moved and the
  * error names the clash (a retried DEL succeeds once the name is free).
  */
-import {
-  IpBatch,
-  type IpLink,
-  IpLinkListSchema,
-  isNameTaken,
-  isNameTakenAt,
-  netnsAt,
-  parseOne,
-  SELF,
-  sameMac,
-} from '@ferry/net';
+import { IpBatch, type IpLink, isNameTaken, isNameTakenAt, netnsAt, parseLinks, SELF, sameMac } from '@ferry/net';
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -103,7 +93,7 @@ export async function buildDelegatedNic(
     await d.ip.apply(SELF, move, `move device ${plan.mac} into ${netns}`);
   } catch (err) {
     // Only the move (the last line) can clash: the pod has a link with the device's host name.
-    if (!isNameTakenAt(err, move.lines.length - 1)) throw err;
+    if (!isNameTakenAt(err, move.ops.length - 1)) throw err;
     // Travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
@@ -132,7 +122,7 @@ export async function buildDelegatedNic(
     }
     throw err;
   }
-  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  const link = (await parseLinks(shown, plan.ifName))[0];
   if (!link?.address) throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${netns}: link vanished`);
   return { ifName: plan.ifName, mac: link.address, containerIfIndex: link.ifindex };
 }

@@ -9,17 +9,7 @@
  * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
  * address.
  */
-import {
-  ensureSysctl,
-  FORWARDING,
-  IpBatch,
-  type IpLink,
-  IpLinkListSchema,
-  isNameTakenAt,
-  netnsAt,
-  parseOne,
-  SELF,
-} from '@ferry/net';
+import { ensureSysctl, FORWARDING, IpBatch, type IpLink, isNameTakenAt, netnsAt, parseLinks, SELF } from '@ferry/net';
 import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -87,14 +77,14 @@ export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: D
   await createPair(input, d);
   d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   if (hasFamily(plan, 4)) {
-    await ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
-    await ensureSysctl(FORWARDING[4], '1');
+    ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
+    ensureSysctl(FORWARDING[4], '1');
   }
-  if (hasFamily(plan, 6)) await ensureSysctl(FORWARDING[6], '1');
+  if (hasFamily(plan, 6)) ensureSysctl(FORWARDING[6], '1');
   d.log.debug({}, 'node sysctls set');
   const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
   d.log.debug({}, 'pod side configured');
-  const link = parseOne(IpLinkListSchema, shown, plan.ifName)[0];
+  const link = (await parseLinks(shown, plan.ifName))[0];
   if (!link?.address)
     throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${input.netns}: link vanished`);
   return {
@@ -143,7 +133,7 @@ export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps): Promise
   const link: IpLink | undefined = await d.ip.getLink(SELF, rec.hostVethName);
   if (!link) return [`host veth ${rec.hostVethName} is missing`];
   if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
-  const routes = await d.ip.listRoutes(SELF);
+  const routes = await d.ip.listRoutes(SELF, rec.hostVethName);
   for (const a of rec.addresses) {
     if (!routes.some((r) => r.dev === rec.hostVethName && r.dst === a.address)) {
       problems.push(`no host route to ${a.address} via ${rec.hostVethName}`);

@@ -1,13 +1,15 @@
 /// <reference types="bun-types" />
 /**
- * The runtime of the shipped ferry-cni binary: Bun's native spawn and fetch, which keep a whole ADD
- * near the cost of the Go reference plugins. fetch bounds the whole request with one deadline; on a
+ * The runtime of the shipped ferry-cni binary: Bun's native spawn and fetch, and rtnetlink through
+ * bun:ffi instead of `ip` execs for the InfraNIC's links. fetch bounds the whole request with one deadline; on a
  * unix socket connect() completes or fails at once, unless ferryd's accept backlog is full (a frozen
  * ferryd), and then the deadline ends the wait.
  */
 import { closeSync, openSync } from 'node:fs';
+import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
+import { rtnlSys } from './rtnl-sys';
 import {
   type HttpResponse,
   pollLock,
@@ -76,4 +78,4 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
   };
 }
 
-export const bunRuntime: Runtime = { run, request, lockShared };
+export const bunRuntime: Runtime = { run, links: new Rtnetlink(rtnlSys), request, lockShared };

@@ -3,7 +3,7 @@
  * milliseconds while its Node-compatibility layers (node:http, child_process) cost tens (docs/shipping.md);
  * tests that run sources use Node. Everything that differs between the two lives behind this interface.
  */
-import type { Runner } from '@ferry/net';
+import type { LinkApplier, Runner } from '@ferry/net';
 
 export interface HttpResponse {
   status: number;
@@ -52,6 +52,8 @@ export type Unlock = () => void;
 export interface Runtime {
   /** Spawns a process without a shell (used by @ferry/net). */
   run: Runner;
+  /** Link changes without iproute2, where the runtime can make netlink calls (the Bun binary). */
+  links?: LinkApplier;
   /** One HTTP request over a unix socket. Throws UnreachableError when ferryd cannot be reached. */
   request(opts: RequestOptions): Promise<HttpResponse>;
   /**

@@ -1,0 +1,224 @@
+/**
+ * @ferry/net's rtnetlink layer, run by Bun through bun:ffi exactly as the shipped shim runs it, in real
+ * namespaces: what the kernel shows afterwards (the tests' own `ip -j`) must be what the batch asked for,
+ * link by link, address by address, route by route, neighbour by neighbour; and failures must read as
+ * iproute2's do, naming the op that failed.
+ */
+import { execa } from 'execa';
+import { expect, test } from 'vitest';
+import { addresses, link, linkNames, routes } from '../fixtures/kernel';
+import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
+import { ROOT } from '../fixtures/paths';
+
+const BUN = `${ROOT}/node_modules/.bin/bun`;
+const HOST_MAC = 'ee:ee:ee:ee:ee:ee';
+const POD_MAC = '02:42:0a:f4:00:05';
+
+interface Outcome {
+  shown?: unknown[][];
+  deleted?: 'deleted' | 'absent';
+  routes?: unknown[] | 'absent';
+  error?: string;
+  failedLine?: number | null;
+}
+
+/** Runs the layer from inside `node` ("self" is the node's namespace). */
+async function rtnl(node: TestNetns, input: Record<string, unknown>): Promise<Outcome> {
+  const r = await execa('nsenter', [`--net=${node.path}`, BUN, 'run', `${ROOT}/test/fixtures/rtnl-apply.ts`], {
+    input: JSON.stringify(input),
+    reject: false,
+  });
+  if (r.exitCode !== 0) throw new Error(`rtnl-apply: ${r.stderr}`);
+  return JSON.parse(r.stdout) as Outcome;
+}
+
+async function neighbours(ns: TestNetns, family: 4 | 6) {
+  const out: { dst: string; dev: string; lladdr?: string; state?: string[] }[] = JSON.parse(
+    await inNetns(ns, 'ip', '-j', `-${family}`, 'neigh', 'show'),
+  );
+  return out.map(({ dst, dev, lladdr, state }) => ({ dst, dev, lladdr, state }));
+}
+
+type AddrDoc = { ifindex: number; ifname: string; address?: string; addr_info: Record<string, unknown>[] }[];
+
+/** An `ip -j addr show` document reduced to the fields the layer reports. */
+function reduceAddrs(out: AddrDoc) {
+  return out.map((l) => ({
+    ifindex: l.ifindex,
+    ifname: l.ifname,
+    address: l.address,
+    addr_info: l.addr_info.map(({ family, local, prefixlen, scope }) => ({ family, local, prefixlen, scope })),
+  }));
+}
+
+/** `ip -j -d route show table all`, reduced to the fields the layer reports. */
+async function ipRoutes(ns: TestNetns) {
+  const out: Record<string, unknown>[] = JSON.parse(
+    await inNetns(ns, 'ip', '-j', '-d', 'route', 'show', 'table', 'all'),
+  );
+  const keys = ['dst', 'gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref'];
+  return out.map((r) => Object.fromEntries(keys.filter((k) => r[k] !== undefined).map((k) => [k, r[k]])));
+}
+
+/** The InfraNIC's whole shape: what ferry-cni's ADD asks of the kernel, both families. */
+async function buildPair(node: TestNetns, pod: TestNetns): Promise<[Outcome, Outcome]> {
+  const host = await rtnl(node, {
+    netns: 'self',
+    ops: [
+      {
+        op: 'addVeth',
+        spec: {
+          name: 'fry0t',
+          mac: HOST_MAC,
+          mtu: 1400,
+          peer: { name: 'eth0', mac: POD_MAC, mtu: 1400, netns: pod.path },
+        },
+      },
+      { op: 'setAddrGenMode', dev: 'fry0t', mode: 'none' },
+      { op: 'addAddress', dev: 'fry0t', cidr: 'fe80::ecee:eeff:feee:eeee/64', nodad: true },
+      { op: 'setUp', dev: 'fry0t' },
+      { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
+      { op: 'addRoute', route: { dst: 'fd00:10:244::5/128', dev: 'fry0t', scope: 'link' } },
+    ],
+  });
+  const podSide = await rtnl(node, {
+    netns: pod.path,
+    ops: [
+      { op: 'setUp', dev: 'eth0' },
+      { op: 'addAddress', dev: 'eth0', cidr: '10.244.0.5/32', nodad: false },
+      { op: 'addAddress', dev: 'eth0', cidr: 'fd00:10:244::5/128', nodad: true },
+      { op: 'addRoute', route: { dst: '169.254.1.1/32', dev: 'eth0', scope: 'link' } },
+      { op: 'replaceNeigh', dst: '169.254.1.1', lladdr: HOST_MAC, dev: 'eth0' },
+      { op: 'replaceNeigh', dst: 'fe80::ecee:eeff:feee:eeee', lladdr: HOST_MAC, dev: 'eth0' },
+      { op: 'addRoute', route: { dst: '0.0.0.0/0', via: '169.254.1.1', dev: 'eth0' } },
+      { op: 'addRoute', route: { dst: '::/0', via: 'fe80::ecee:eeff:feee:eeee', dev: 'eth0' } },
+      { op: 'showLink', dev: 'eth0' },
+    ],
+  });
+  return [host, podSide];
+}
+
+test('a veth born in the pod, addresses, routes and neighbours are what the batch asked for', async (t) => {
+  const node = await useNetns(t, 'node');
+  const pod = await useNetns(t, 'pod');
+  const [host, podSide] = await buildPair(node, pod);
+  expect(host).toEqual({ shown: [] });
+  expect(podSide.error).toBeUndefined();
+
+  // Links: the host side in the node, the peer born in the pod under its final name; MACs, MTUs, up.
+  expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
+  expect(await link(node, 'fry0t')).toMatchObject({ address: HOST_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
+  const eth0 = await link(pod, 'eth0');
+  expect(eth0).toMatchObject({ address: POD_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
+  const shown = podSide.shown?.[0]?.[0] as { flags?: string[] } | undefined;
+  expect(shown).toMatchObject({ ifindex: eth0?.ifindex, ifname: 'eth0', address: POD_MAC, mtu: 1400 });
+  expect(shown?.flags).toContain('UP');
+
+  // Addresses: exactly the asked ones (no generated link-local on the host side: addrgenmode none).
+  expect(await addresses(pod, 'eth0')).toEqual(['10.244.0.5/32', 'fd00:10:244::5/128']);
+  const hostAddrs = JSON.parse(await inNetns(node, 'ip', '-j', 'addr', 'show', 'dev', 'fry0t'));
+  expect(hostAddrs[0].addr_info.map((a: { local: string; prefixlen: number }) => `${a.local}/${a.prefixlen}`)).toEqual([
+    'fe80::ecee:eeff:feee:eeee/64',
+  ]);
+  // nodad: the asked address is usable at once, never "tentative".
+  const pod6 = JSON.parse(await inNetns(pod, 'ip', '-j', '-6', 'addr', 'show', 'dev', 'eth0'));
+  expect(pod6[0].addr_info.find((a: { local: string }) => a.local === 'fd00:10:244::5')).toMatchObject({ nodad: true });
+  expect(pod6[0].addr_info.find((a: { local: string }) => a.local === 'fd00:10:244::5').tentative).toBeUndefined();
+
+  // Routes, as `ip route add` would have made them (proto boot, which ip does not print; scope link without a gateway).
+  expect(await routes(node, 4)).toEqual([{ dst: '10.244.0.5', dev: 'fry0t', scope: 'link', flags: [] }]);
+  expect((await routes(node, 6)).filter((r) => r.dev === 'fry0t' && r.dst === 'fd00:10:244::5')).toHaveLength(1);
+  expect(await routes(pod, 4)).toEqual([
+    { dst: 'default', gateway: '169.254.1.1', dev: 'eth0', flags: [] },
+    { dst: '169.254.1.1', dev: 'eth0', scope: 'link', flags: [] },
+  ]);
+  expect((await routes(pod, 6)).find((r) => r.dst === 'default')).toMatchObject({
+    gateway: 'fe80::ecee:eeff:feee:eeee',
+    dev: 'eth0',
+  });
+
+  // Neighbours: permanent, pointing at the host veth's MAC.
+  expect(await neighbours(pod, 4)).toEqual([
+    { dst: '169.254.1.1', dev: 'eth0', lladdr: HOST_MAC, state: ['PERMANENT'] },
+  ]);
+  expect(await neighbours(pod, 6)).toEqual([
+    { dst: 'fe80::ecee:eeff:feee:eeee', dev: 'eth0', lladdr: HOST_MAC, state: ['PERMANENT'] },
+  ]);
+
+  // Reads: the layer's address and route dumps say what iproute2 says, field for field, in both namespaces.
+  for (const ns of [pod, node]) {
+    const read = await rtnl(node, {
+      netns: ns === pod ? pod.path : 'self',
+      ops: [{ op: 'showAllAddrs' }, { op: 'showRoutes' }],
+    });
+    const [addrs, routeDump] = read.shown ?? [];
+    expect(reduceAddrs(addrs as AddrDoc)).toEqual(
+      reduceAddrs(JSON.parse(await inNetns(ns, 'ip', '-j', '-d', 'addr', 'show'))),
+    );
+    expect(routeDump).toEqual(await ipRoutes(ns));
+  }
+
+  // The routes of one link, without a dump of every link for the names: the same as ip's, filtered.
+  const viaHost = await rtnl(node, { netns: 'self', routesOf: 'fry0t' });
+  expect(viaHost.routes).toEqual((await ipRoutes(node)).filter((r) => r.dev === 'fry0t'));
+  expect(viaHost.routes).toEqual(
+    expect.arrayContaining([
+      expect.objectContaining({ dst: '10.244.0.5', dev: 'fry0t' }),
+      expect.objectContaining({ dst: 'fd00:10:244::5', dev: 'fry0t' }),
+    ]),
+  );
+  expect(await rtnl(node, { netns: 'self', routesOf: 'nope0' })).toEqual({ routes: 'absent' });
+
+  // Traffic flows: the pod reaches the host side's address through its gateway.
+  await inNetns(node, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo');
+  await inNetns(node, 'sysctl', '-qw', 'net.ipv4.conf.fry0t.proxy_arp=1');
+  const ping = await execa('nsenter', [`--net=${pod.path}`, 'ping', '-c', '1', '-W', '2', '192.0.2.1'], {
+    reject: false,
+  });
+  expect(ping.exitCode, ping.stdout).toBe(0);
+});
+
+test('failures read as iproute2 reads them and name the op; a link deleted twice is absent the second time', async (t) => {
+  const node = await useNetns(t, 'node');
+  const pod = await useNetns(t, 'pod');
+  await buildPair(node, pod);
+
+  // The peer's name is taken in the pod: the first op fails, "File exists", nothing is created.
+  const clash = await rtnl(node, {
+    netns: 'self',
+    ops: [{ op: 'addVeth', spec: { name: 'fry1t', peer: { name: 'eth0', netns: pod.path } } }],
+  });
+  expect(clash).toMatchObject({ failedLine: 0 });
+  expect(clash.error).toMatch(/File exists/);
+  expect(clash.error).toContain('ip link add fry1t type veth peer name eth0');
+  expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
+
+  // A route that already exists fails on its own line; the lines before it took effect.
+  const again = await rtnl(node, {
+    netns: 'self',
+    ops: [
+      { op: 'addRoute', route: { dst: '10.244.0.6/32', dev: 'fry0t', scope: 'link' } },
+      { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
+    ],
+  });
+  expect(again).toMatchObject({ failedLine: 1 });
+  expect(again.error).toMatch(/RTNETLINK answers: File exists/);
+  expect((await routes(node, 4)).map((r) => r.dst)).toEqual(['10.244.0.5', '10.244.0.6']);
+
+  // An op on a device that is not there.
+  const missing = await rtnl(node, { netns: pod.path, ops: [{ op: 'setUp', dev: 'nope0' }] });
+  expect(missing.error).toMatch(/No such device/);
+
+  // Delete: the veth takes its peer along; the second time it is absent, not an error.
+  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toEqual({ deleted: 'deleted' });
+  expect(await linkNames(node)).toEqual(['lo']);
+  expect(await linkNames(pod)).toEqual(['lo']);
+  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toEqual({ deleted: 'absent' });
+
+  // A namespace that is gone is named as iproute2 names it (isNoNetns).
+  await removeNetns(pod.name);
+  const gone = await rtnl(node, { netns: pod.path, deleteLink: 'eth0' });
+  expect(gone.error).toMatch(/Cannot open network namespace/);
+  // The process went back to the node's namespace after every pod-side socket: the node is untouched.
+  expect(await linkNames(node)).toEqual(['lo']);
+});
