@@ -11,6 +11,7 @@
 import type { NetConf } from '@ferry/shared-types/cni/config';
 import { networkNameProblem } from '@ferry/shared-types/cni/validate';
 import { type CniVersion, isSupportedVersion, SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
+import { SHIM_LOG_MAX_BACKUPS_LIMIT, SHIM_LOG_MAX_SIZE_KIB_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { Command } from './env';
@@ -76,6 +77,8 @@ export const PLAIN_KEY_CHECKS: Record<string, (v: unknown) => boolean> = {
   logFile: (v) => isAbsolutePath(v),
   deleteQueue: (v) => isAbsolutePath(v),
   logLevel: (v) => v === 'debug' || v === 'info' || v === 'warn' || v === 'error' || v === 'silent',
+  logMaxSizeKiB: (v) => isIntIn(v, 0, SHIM_LOG_MAX_SIZE_KIB_LIMIT),
+  logMaxBackups: (v) => isIntIn(v, 0, SHIM_LOG_MAX_BACKUPS_LIMIT),
   mtu: (v) => isIntIn(v, 68, 65535),
   deleteQueueLimit: (v) => isIntIn(v, 1, 1_000_000),
   ipMasq: (v) => typeof v === 'boolean',

@@ -301,7 +301,9 @@ export function acceptRoutes(doc: unknown): IpRoute[] | undefined {
   return acceptList(
     doc,
     (o) =>
-      typeof o.dst === 'string' && optionalStrings(o, ['gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref']),
+      typeof o.dst === 'string' &&
+      optionalStrings(o, ['gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref']) &&
+      (!('flags' in o) || isStrings(o.flags)),
   );
 }
 
