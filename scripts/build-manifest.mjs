@@ -49,11 +49,21 @@ export function sourcesFingerprint(root) {
 
 const hashOf = (path) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
+/** ferryd's bundle is split (scripts/build.mjs): its content-hashed chunks are outputs too. */
+const CHUNK_RE = /-[a-z0-9]{8}\.mjs$/;
+const chunksOf = (root, target) =>
+  target === 'ferryd'
+    ? readdirSync(join(root, 'dist', 'lib'))
+        .filter((f) => CHUNK_RE.test(f))
+        .map((f) => `dist/lib/${f}`)
+    : [];
+
 /** Records that `target` was just built from sources with this fingerprint. */
 export function recordBuild(root, target, fingerprint) {
   const path = join(root, MANIFEST);
   const manifest = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : { builds: {} };
-  const outputs = Object.fromEntries(OUTPUTS[target].map((f) => [f, hashOf(join(root, f))]));
+  const files = [...OUTPUTS[target], ...chunksOf(root, target)];
+  const outputs = Object.fromEntries(files.map((f) => [f, hashOf(join(root, f))]));
   manifest.builds[target] = { sources: fingerprint, outputs };
   writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
 }
@@ -72,7 +82,7 @@ export function buildProblems(root) {
       continue;
     }
     if (b.sources !== current) problems.push(`${target} was built from other sources than the checkout's`);
-    for (const f of outputs) {
+    for (const f of new Set([...outputs, ...Object.keys(b.outputs)])) {
       if (!existsSync(join(root, f))) problems.push(`${f} is missing`);
       else if (b.outputs[f] !== hashOf(join(root, f))) problems.push(`${f} is not the file ${target}'s build wrote`);
     }

@@ -25,6 +25,7 @@ function useBuiltRepo(t: Scope): string {
   put(root, 'packages/cns-daemon/src/daemon.ts', 'export const a = 1;\n');
   put(root, 'packages/cns-daemon/src/daemon.test.ts', 'test();\n');
   for (const files of Object.values(OUTPUTS)) for (const f of files) put(root, f, `built ${f}`);
+  put(root, 'dist/lib/kube-source-abcd1234.mjs', 'a chunk of the split ferryd bundle');
   const sources = sourcesFingerprint(root);
   for (const target of TARGETS) recordBuild(root, target, sources);
   return root;
@@ -70,4 +71,12 @@ test('a build that never ran for one binary is named', (t) => {
   for (const f of OUTPUTS.ferryd) put(root, f, 'x');
   recordBuild(root, 'ferryd', sourcesFingerprint(root));
   expect(buildProblems(root)).toEqual(['ferryctl was never built', 'ferry-cni was never built']);
+});
+
+test("a chunk of ferryd's split bundle that is missing or altered is named", (t) => {
+  const root = useBuiltRepo(t);
+  put(root, 'dist/lib/kube-source-abcd1234.mjs', 'edited');
+  expect(buildProblems(root)).toEqual(["dist/lib/kube-source-abcd1234.mjs is not the file ferryd's build wrote"]);
+  rmSync(join(root, 'dist/lib/kube-source-abcd1234.mjs'));
+  expect(buildProblems(root)).toEqual(['dist/lib/kube-source-abcd1234.mjs is missing']);
 });

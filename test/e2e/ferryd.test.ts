@@ -130,9 +130,21 @@ describe('ferryd over its unix socket', () => {
           acked.set(id, null);
         }
       };
-      const workers = Array.from({ length: 8 }, (_, w) => worker(w));
+      let finished = 0;
+      const workers = Array.from({ length: 8 }, (_, w) =>
+        worker(w).finally(() => {
+          finished++;
+        }),
+      );
       // Kill once this round has acknowledged writes and requests are outstanding (not after a set time).
-      while (!(ackedThisRound >= 20 && inFlight >= 4)) await new Promise((r) => setImmediate(r));
+      // Workers that all ended first (ferryd died on its own, an assertion failed) end the wait with their error.
+      while (!(ackedThisRound >= 20 && inFlight >= 4)) {
+        if (finished === workers.length) {
+          await Promise.all(workers);
+          throw new Error('every worker ended before the kill: ferryd stopped answering on its own');
+        }
+        await new Promise((r) => setImmediate(r));
+      }
       await ferryd.kill('SIGKILL');
       stop = true;
       await Promise.all(workers);

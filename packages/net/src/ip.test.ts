@@ -12,7 +12,7 @@ const LINK = {
   group: 'default',
   link_type: 'ether',
   address: '02:42:0a:f4:00:05',
-  linkinfo: { info_kind: 'veth', info_data: {} },
+  linkinfo: { info_kind: 'vxlan', info_data: { id: 1, port: 8472, local: '192.0.2.1', learning: false } },
   extra: { kept: true },
 };
 const ADDR = { family: 'inet6', local: 'fd00::5', prefixlen: 128, scope: 'global', nodad: true };
@@ -40,6 +40,11 @@ function mutations(item: Record<string, unknown>): unknown[] {
     if (Array.isArray(nested) && typeof nested[0] === 'object' && nested[0] !== null) {
       for (const m of mutations(nested[0] as Record<string, unknown>)) {
         if (Array.isArray(m)) out.push([{ ...item, [key]: m }]);
+      }
+    } else if (typeof nested === 'object' && nested !== null && !Array.isArray(nested)) {
+      // A nested object (linkinfo, its info_data): each of its one-field variants in place.
+      for (const m of mutations(nested as Record<string, unknown>)) {
+        if (Array.isArray(m) && m.length === 1) out.push([{ ...item, [key]: m[0] }]);
       }
     }
   }

@@ -274,9 +274,16 @@ export function acceptLinks(doc: unknown): IpLink[] | undefined {
       isLinkHead(o) &&
       optionalStrings(o, ['address', 'permaddr', 'operstate', 'ifalias', 'group', 'link_type']) &&
       (!('mtu' in o) || isNumber(o.mtu)) &&
-      (!('linkinfo' in o) || (isObject(o.linkinfo) && optionalStrings(o.linkinfo, ['info_kind']))),
+      (!('linkinfo' in o) || (isObject(o.linkinfo) && isLinkInfo(o.linkinfo))),
   );
 }
+
+const isInfoData = (d: Fields) =>
+  optionalStrings(d, ['local', 'local6']) &&
+  ['id', 'port'].every((k) => !(k in d) || isNumber(d[k])) &&
+  (!('learning' in d) || typeof d.learning === 'boolean');
+const isLinkInfo = (li: Fields) =>
+  optionalStrings(li, ['info_kind']) && (!('info_data' in li) || (isObject(li.info_data) && isInfoData(li.info_data)));
 
 /** IpAddrListSchema's rules by hand. */
 export function acceptAddrLinks(doc: unknown): IpAddrLink[] | undefined {

@@ -3,21 +3,41 @@
 // Bun.stdin.text(), process.stdout and console.log set up async stream machinery that costs several
 // milliseconds per pod (bench/shim-phases.bench.ts), and node:tty alone ~3 ms, so a terminal on stdin is
 // recognised with fstat instead.
-import { fstatSync, readFileSync, writeSync } from 'node:fs';
+import { fstatSync, readSync, writeSync } from 'node:fs';
 import { main } from '../main';
 import { bunRuntime } from '../runtime/bun';
 
 const code = await main(
   process.env,
   {
-    readStdin: async () =>
-      process.env.CNI_COMMAND && !fstatSync(0).isCharacterDevice() ? readFileSync(0, 'utf8') : undefined,
+    readStdin: async () => (process.env.CNI_COMMAND && !fstatSync(0).isCharacterDevice() ? readAll(0) : undefined),
     print: (json) => writeAll(1, `${json}\n`),
     printErr: (text) => writeAll(2, `${text.trimEnd()}\n`),
   },
   bunRuntime,
 );
 process.exit(code);
+
+/**
+ * Reads `fd` to its end. A runtime may hand over a non-blocking pipe whose writer has not written yet: a
+ * read then fails with EAGAIN (the Node build saw it with 50 shims at once), and is tried again shortly.
+ */
+async function readAll(fd: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  const buf = Buffer.alloc(64 * 1024);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(fd, buf);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      await new Promise((r) => setTimeout(r, 1));
+      continue;
+    }
+    if (n === 0) return Buffer.concat(chunks).toString('utf8');
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+  }
+}
 
 /** writeSync may write less than asked on a pipe; the runtime reads the whole document. */
 function writeAll(fd: number, text: string): void {

@@ -66,10 +66,13 @@ function request(o: RequestOptions): Promise<HttpResponse> {
 
 async function lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined> {
   const fd = openSync(path, 'a+', 0o600);
-  if (!(await pollLock(() => tryLock(fd, 'shared'), timeoutMs))) {
-    closeSync(fd);
-    return undefined;
+  let taken = false;
+  try {
+    taken = await pollLock(() => tryLock(fd, 'shared'), timeoutMs);
+  } finally {
+    if (!taken) closeSync(fd);
   }
+  if (!taken) return undefined;
   // Closing the only descriptor of the lock's open file releases it.
   return () => closeSync(fd);
 }

@@ -8,7 +8,7 @@
 import type { Ip, Netns } from '@ferry/net';
 import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
-import { type Family, familyOf, parseCidr } from '../ipam/cidr';
+import { canonicalAddress, type Family, familyOf, parseCidr } from '../ipam/cidr';
 import { changeCount, diff, diffTouched } from './diff';
 import type { EgressStep } from './egress';
 import { applyChanges, type Refused, readEntries } from './kernel';
@@ -61,6 +61,7 @@ export class ClusterController {
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #local: LocalEnd | undefined;
+  #lookedWithPeers = false;
   #plannedFamily: Family | undefined;
   #egress: string | undefined;
   readonly stats: SyncStats = {
@@ -223,7 +224,15 @@ export class ClusterController {
   /** Creates or checks the VXLAN device; undefined until the underlay's local end is known. */
   async #ensureDevice(peers: readonly Peer[]): Promise<{ device: string; underlayFamily: Family } | undefined> {
     const { config, ip, ns, log } = this.#d;
-    const local = this.#local ?? (await this.#findLocal(peers));
+    let local = this.#local;
+    // Found before any peer existed (cluster.nodeAddresses alone): the underlay device, hence the MTU, is
+    // unknown. Look once more when the first peers arrive, and check the device again with its MTU.
+    if (!local?.dev && (!local || (peers.length > 0 && !this.#lookedWithPeers))) {
+      this.#lookedWithPeers = peers.length > 0;
+      const found = await this.#findLocal(peers);
+      if (local && found?.dev) this.#deviceChecked = false;
+      local = found ?? local;
+    }
     if (!local) return undefined;
     this.#local = local;
     if (this.#deviceChecked) return { device: config.vxlan.device, underlayFamily: local.family };
@@ -262,7 +271,8 @@ export class ClusterController {
    */
   async #findLocal(peers: readonly Peer[]): Promise<LocalEnd | undefined> {
     const configured = this.#d.config.nodeAddresses;
-    const chosen = configured?.find((a) => familyOf(a) === 4) ?? configured?.[0];
+    const pick = configured?.find((a) => familyOf(a) === 4) ?? configured?.[0];
+    const chosen = pick === undefined ? undefined : canonicalAddress(pick);
     for (const family of chosen ? [familyOf(chosen)] : ([4, 6] as const)) {
       for (const p of peers) {
         const a = p.addresses.find((x) => familyOf(x) === family);

@@ -66,6 +66,10 @@ export async function applyMasquerade(spec: MasqueradeSpec, target: MasqueradeTa
     return firewall;
   }
   for (const family of [4, 6] as const) {
+    // A single-stack node may have no NAT table for the other family at all (no ip6table_nat): nothing of
+    // that family to masquerade, nothing to ask of it. (A family dropped later keeps its idle chain until
+    // removeMasquerade, which clears both.)
+    if (rules.sources[family].length === 0) continue;
     const [restore, tables] = family === 4 ? ['iptables-restore', 'iptables'] : ['ip6tables-restore', 'ip6tables'];
     const what = `apply ${tables} masquerade chain in ${describeNetns(ns)}`;
     await mustRun(target.run, inNetns(ns, [restore, '-w', '--noflush']), renderIptablesRestore(rules, family), what);

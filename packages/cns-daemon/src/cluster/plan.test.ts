@@ -89,3 +89,16 @@ test('a new view re-plans only the peers that changed, and one that lost a conte
   expect(p.ownerOf.get('10.244.2.0/24')).toBe('d');
   expect(p.unroutable.map((u) => `${u.peer} ${u.cidr}`)).toEqual(['c fd00:10:244:3::/64', 'd 10.244.1.128/25']);
 });
+
+test("a peer's address is planned as the kernel prints it, however the config wrote it", () => {
+  const written = [{ name: 'e', addresses: ['2001:DB8:0:0::0012'], podCIDRs: ['fd00:10:244:5::/64'] }];
+  const hostGw = plan({ routing: 'host-gw', ownPodCIDRs: own, peers: written });
+  expect([...hostGw.entries.routes.values()].map((r) => r.via)).toEqual(['2001:db8::12']);
+  const vxlan = plan({
+    routing: 'vxlan',
+    ownPodCIDRs: own,
+    peers: written,
+    vxlan: { device: 'ferry.1', underlayFamily: 6 },
+  });
+  expect([...vxlan.entries.fdb.values()]).toEqual(['2001:db8::12']);
+});

@@ -6,7 +6,16 @@
  */
 import { createHash } from 'node:crypto';
 import type { ClusterRouting } from '@ferry/shared-types/config/ferryd';
-import { type Cidr, type Family, familyOf, formatCidr, fromBigInt, overlaps, parseCidr } from '../ipam/cidr';
+import {
+  type Cidr,
+  canonicalAddress,
+  type Family,
+  familyOf,
+  formatCidr,
+  fromBigInt,
+  overlaps,
+  parseCidr,
+} from '../ipam/cidr';
 import type { Peer } from './peers';
 
 export interface RouteEntry {
@@ -178,7 +187,9 @@ function signatureOf(p: Peer): string {
 }
 
 function addressOf(peer: Peer, family: Family): string | undefined {
-  return peer.addresses.find((a) => familyOf(a) === family);
+  const a = peer.addresses.find((x) => familyOf(x) === family);
+  // As the kernel prints it: `2001:db8:0::1` in a config would never equal a route's gateway.
+  return a === undefined ? undefined : canonicalAddress(a);
 }
 
 function planHostGwPeer(p: PeerPlan, peer: Peer, cidrs: Cidr[]): void {

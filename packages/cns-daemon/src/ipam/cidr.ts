@@ -24,6 +24,11 @@ export function familyOf(address: string): Family {
   return address.includes(':') ? 6 : 4;
 }
 
+/** An address in the form the kernel prints it (RFC 5952 for IPv6), so text compares with `ip -j` output. */
+export function canonicalAddress(address: string): string {
+  return ipaddr.parse(address).toString();
+}
+
 export function toBigInt(address: string): bigint {
   let n = 0n;
   for (const byte of ipaddr.parse(address).toByteArray()) n = (n << 8n) | BigInt(byte);

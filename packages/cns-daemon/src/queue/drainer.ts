@@ -92,13 +92,18 @@ export class Drainer {
   async lockExclusive(timeoutMs: number): Promise<void> {
     const fd = openSync(join(this.#d.dir, LOCK), 'a+', 0o600);
     const until = Date.now() + timeoutMs;
-    for (;;) {
-      if (tryLock(fd, 'exclusive')) {
-        this.#lockFd = fd;
-        return;
+    try {
+      for (;;) {
+        if (tryLock(fd, 'exclusive')) {
+          this.#lockFd = fd;
+          return;
+        }
+        if (Date.now() >= until) break;
+        await new Promise((r) => setTimeout(r, 20));
       }
-      if (Date.now() >= until) break;
-      await new Promise((r) => setTimeout(r, 20));
+    } catch (err) {
+      closeSync(fd);
+      throw err;
     }
     closeSync(fd);
     this.#d.log.warn(

@@ -65,8 +65,12 @@ function lockDatabase(path: string): () => void {
     closeSync(fd);
     throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
   }
-  ftruncateSync(fd, 0);
-  writeSync(fd, `${process.pid}\n`);
+  try {
+    ftruncateSync(fd, 0);
+    writeSync(fd, `${process.pid}\n`);
+  } catch {
+    // The PID is for operators only (`cat ferry.db.lock`); a full disk must not stop ferryd here.
+  }
   let held = true;
   // Idempotent: closing the fd number twice could close a file opened since under the same number.
   return () => {
