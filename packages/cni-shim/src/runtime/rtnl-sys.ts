@@ -4,7 +4,7 @@
  * sockets or setns). libc is opened on first use (~0.5 ms), so commands that never touch a link pay
  * nothing.
  */
-import { dlopen, FFIType, read } from 'bun:ffi';
+import type * as Ffi from 'bun:ffi';
 import { type RtnlSys, SysError } from '@ferry/net/rtnetlink';
 
 const AF_NETLINK = 16;
@@ -16,6 +16,9 @@ const MSG_PEEK = 0x2;
 const MSG_TRUNC = 0x20;
 
 function openLibc() {
+  // Required here, not imported: evaluating bun:ffi costs every run ~0.3 ms, and VERSION, STATUS, GC and the
+  // daemon-down paths never need it.
+  const { dlopen, FFIType } = require('bun:ffi') as typeof Ffi;
   return dlopen('libc.so.6', {
     socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
     send: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64_fast },
@@ -37,7 +40,7 @@ const lib = () => {
 function fail(what: string): never {
   const c = lib();
   const p = c.__errno_location();
-  const errno = p ? read.i32(p, 0) : 0;
+  const errno = p ? (require('bun:ffi') as typeof Ffi).read.i32(p, 0) : 0;
   throw new SysError(errno, `${what}: ${String(c.strerror(errno))}`);
 }
 
