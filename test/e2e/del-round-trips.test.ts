@@ -166,3 +166,34 @@ describe('a DEL that needs the record is two requests, the teardown between them
     expect(again.requests).toEqual([releaseIfOnly(call.containerId)]);
   });
 });
+
+describe('a host veth that cannot be deleted', () => {
+  test('the DEL fetches the record, fails on that veth before anything is released, and succeeds once it can', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    const [veth = ''] = await hostVethsOn(node);
+    // The kernel refuses to delete a loopback device ("Operation not supported"): it takes the veth's name.
+    await inNetns(node, 'ip', 'link', 'set', veth, 'down');
+    await inNetns(node, 'ip', 'link', 'set', veth, 'name', 'hidden0');
+    await inNetns(node, 'ip', 'link', 'set', 'lo', 'down');
+    await inNetns(node, 'ip', 'link', 'set', 'lo', 'name', veth);
+
+    const failed = await del(node, ferryd, call);
+    expect(failed.run.exitCode).toBe(1);
+    expect(failed.run.json).toMatchObject({ code: 103, msg: expect.stringContaining(veth) });
+    expect(failed.requests).toEqual([`GET /v1/endpoints/${call.containerId}`]);
+    expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(200);
+    expect(await ferryd.assignedAddresses()).toHaveLength(2);
+
+    await inNetns(node, 'ip', 'link', 'set', veth, 'name', 'lo');
+    await inNetns(node, 'ip', 'link', 'set', 'lo', 'up');
+    await inNetns(node, 'ip', 'link', 'set', 'hidden0', 'name', veth);
+    const retry = await del(node, ferryd, call);
+    expect(retry.run.exitCode, retry.run.stdout).toBe(0);
+    expect(retry.requests).toEqual([releaseIfOnly(call.containerId)]);
+    expect(await linkNames(node)).toEqual(['lo']);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+  });
+});

@@ -50,7 +50,7 @@ async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: numbe
   // (its pod end and host routes go with it). The usual attachment, that veth alone, is then released by
   // the same request that would otherwise have fetched its record.
   const deleted = await deleteHostVeth(hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName), d);
-  const { released, toTearDown } = await releaseIfOnly(args, conf, d, deadline, deleted);
+  const { released, toTearDown } = await releaseOrRecord(args, conf, d, deadline, deleted);
   if (!toTearDown) {
     d.log.info({ interfaces: released.length }, 'deleted');
     return;
@@ -72,7 +72,7 @@ async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: numbe
  * left to tear down. Without `hostVethDeleted` (its delete failed) it only fetches the record, so that
  * the teardown by the record fails the DEL before anything is released.
  */
-async function releaseIfOnly(
+async function releaseOrRecord(
   args: CmdArgs,
   conf: ShimConf,
   d: Deps,

@@ -68,11 +68,11 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
           : attachments.releaseIfOnly(containerId, network, ifName, hostVethDeleted, generation),
       );
       if (result.released.length > 0) metrics.releases.inc({ network });
-      if (result.toTearDown) {
-        req.log.info({ containerId, ifName, network, interfaces: result.toTearDown.length }, 'kept for teardown');
-        return result;
-      }
-      req.log.info({ containerId, ifName, network, interfaces: result.released.length }, 'released');
+      const kept = result.toTearDown;
+      req.log.info(
+        { containerId, ifName, network, interfaces: (kept ?? result.released).length },
+        kept ? 'kept for teardown' : 'released',
+      );
       return result;
     },
   );
