@@ -1,6 +1,6 @@
 import { AllocationSchema } from '@ferry/shared-types/api/allocations';
-import { EndpointSchema } from '@ferry/shared-types/api/endpoints';
-import { acceptAllocation, acceptEndpoint } from './answers';
+import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/endpoints';
+import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import { holdToSchema } from './testing/oracle';
 
 const v4 = { family: 4, address: '10.244.0.5/32', gateway: '169.254.1.1' };
@@ -86,3 +86,9 @@ const ENDPOINTS = [
 
 holdToSchema('Allocation', ALLOCATIONS, acceptAllocation, AllocationSchema);
 holdToSchema('Endpoint', ENDPOINTS, acceptEndpoint, EndpointSchema);
+holdToSchema(
+  'ReleaseResult',
+  [{ released: [] }, { released: ENDPOINTS[0].interfaces }, { released: [], toTearDown: ENDPOINTS[1].interfaces }],
+  acceptReleaseResult,
+  ReleaseResultSchema,
+);

@@ -6,7 +6,7 @@
  * schema, which also words the error. answers.test.ts holds them to the schemas.
  */
 import type { Allocation } from '@ferry/shared-types/api/allocations';
-import type { Endpoint } from '@ferry/shared-types/api/endpoints';
+import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import { containerIdProblem, ifNameProblem, networkNameProblem } from '@ferry/shared-types/cni/validate';
 import { arrayOf, type Check, isInt, isPositiveInt, isString, maxLength, oneOf, strictObject } from './hand-check';
 
@@ -100,6 +100,10 @@ const isInterfaceRecord = strictObject(
   { mac: isMac, containerIfIndex: isInt, hostVethName: isIfName, hostIfName: isIfName, deviceMac: isMac },
 );
 const isEndpoint = strictObject({ containerId: isString, interfaces: arrayOf(isInterfaceRecord) });
+const isReleaseResult = strictObject(
+  { released: arrayOf(isInterfaceRecord) },
+  { toTearDown: arrayOf(isInterfaceRecord) },
+);
 
 // The casts below are the point of these checks: each doc was just checked field by field against the
 // schema's rules (answers.test.ts compares with the schema).
@@ -112,4 +116,9 @@ export function acceptAllocation(doc: unknown): Allocation | undefined {
 /** The endpoint as EndpointSchema would return it, or undefined when the schema must decide. */
 export function acceptEndpoint(doc: unknown): Endpoint | undefined {
   return isEndpoint(doc) ? (doc as Endpoint) : undefined;
+}
+
+/** The release's answer as ReleaseResultSchema would return it, or undefined when the schema must decide. */
+export function acceptReleaseResult(doc: unknown): ReleaseResult | undefined {
+  return isReleaseResult(doc) ? (doc as ReleaseResult) : undefined;
 }

@@ -2,16 +2,17 @@ import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import { DaemonClient, isDaemonDown, isNotListening } from './daemon-client';
 import { openLog } from './log';
-import { type HttpResponse, type Runtime, UnreachableError } from './runtime/runtime';
+import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
 
 // A fake runtime answers from a table: the client's own logic (error mapping, schema checks) is what
 // these test; the real HTTP paths run in the e2e suite.
-function client(answer: () => HttpResponse | Error): DaemonClient {
+function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
-    request: async () => {
-      const a = answer();
+    sha256Hex: () => '',
+    request: async (o) => {
+      const a = answer(o);
       if (a instanceof Error) throw a;
       return a;
     },
@@ -90,4 +91,20 @@ test('waitReady asks again until its budget is spent, then gives up with code 11
     message: expect.stringContaining('ferryd is starting'),
   });
   expect(asked).toBeGreaterThan(1);
+});
+
+test('releaseIfOnly names the deleted host veth, returns what is left to tear down, refuses a foreign answer', async () => {
+  const asked: string[] = [];
+  const answers = [{ released: [] }, { released: [], toTearDown: [] }, { released: 'all' }];
+  const c = client((o) => {
+    asked.push(`${o.method} ${o.path}`);
+    return { status: 200, body: JSON.stringify(answers[asked.length - 1]) };
+  });
+  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).toEqual({ released: [] });
+  expect(asked).toEqual(['DELETE /v1/endpoints/abc?network=ferry&ifName=eth0&hostVethDeleted=fry0123456789ab']);
+  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).toEqual({ released: [], toTearDown: [] });
+  await expect(c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).rejects.toMatchObject({
+    code: Code.DaemonProtocol,
+    message: expect.stringContaining('released'),
+  });
 });

@@ -4,17 +4,17 @@
  * refused, timed out) is code 11, TryAgainLater; an answer with an error body is passed through
  * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
- * answers of commit and release are not used, so they are not parsed either (ferryd's own tests check
- * every answer against its schema).
+ * answers of commit and of the unconditional release are not used, so they are not parsed either
+ * (ferryd's own tests check every answer against its schema).
  */
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
-import type { CommitRequest, Endpoint } from '@ferry/shared-types/api/endpoints';
+import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { acceptAllocation, acceptEndpoint } from './answers';
+import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import type { Logger } from './log';
 import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
 
@@ -86,6 +86,29 @@ export class DaemonClient {
     const g = generation === undefined ? '' : `&generation=${generation}`;
     const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}${g}`;
     await this.#exchange('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`);
+  }
+
+  /**
+   * The usual DEL in one request: releases the attachment only if it is the InfraNIC alone whose host
+   * veth, `hostVethDeleted`, the shim has already deleted; otherwise nothing is released and the answer's
+   * `toTearDown` lists the attachment's interfaces. `deadlineMs` caps this one call.
+   */
+  releaseIfOnly(
+    containerId: string,
+    network: string,
+    ifName: string,
+    hostVethDeleted: string,
+    deadlineMs?: number,
+  ): Promise<ReleaseResult> {
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=${encodeURIComponent(hostVethDeleted)}`;
+    return this.#call(
+      'DELETE',
+      `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
+      async () => (await import('@ferry/shared-types/api/endpoints')).ReleaseResultSchema,
+      undefined,
+      deadlineMs,
+      acceptReleaseResult,
+    );
   }
 
   gc(req: GcRequest): Promise<GcResult> {

@@ -1,8 +1,11 @@
 /**
- * DEL: get state → tear down each NIC → release. Idempotent: no state, an empty or vanished CNI_NETNS,
- * a second DEL all end in exit 0. The InfraNIC is torn down from the node side (its host veth), so a
- * vanished netns never stops the release. A delegated device whose host name is taken fails the DEL
- * before anything is released, so the retried DEL still knows where the device is.
+ * DEL: tear down each NIC → release. The InfraNIC's host veth, whose name the attachment gives, goes
+ * first; then one request releases an attachment that had nothing else (the usual pod), or answers the
+ * record of one that has (DelegatedNICs), which is torn down and released as a second request.
+ * Idempotent: no state, an empty or vanished CNI_NETNS, a second DEL all end in exit 0. The InfraNIC is
+ * torn down from the node side, so a vanished netns never stops the release. A delegated device whose
+ * host name is taken fails the DEL before anything is released, so the retried DEL still knows where the
+ * device is.
  *
  * ferryd not running (its socket absent, or refusing connections): the DEL is queued at once (fallback/)
  * and exits 0. ferryd drains the queue before it serves, so waiting for it would only hold up the pod's
@@ -11,9 +14,10 @@
  * ferryd up but unable to store the release (its disk is full or read-only): queued the same way; when
  * the queue cannot be written either, code 11 naming both, so the runtime retries.
  */
-import { netnsAt } from '@ferry/net';
-import type { Endpoint } from '@ferry/shared-types/api/endpoints';
+import { netnsAt, SELF } from '@ferry/net';
+import type { ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { hostVethNameOf } from '@ferry/shared-types/host-veth';
 import type { ShimConf } from '../config';
 import { isDaemonDown, isNotListening } from '../daemon-client';
 import type { Deps } from '../deps';
@@ -42,14 +46,57 @@ export async function cmdDel(args: CmdArgs, conf: ShimConf, d: Deps): Promise<un
 }
 
 async function delOnline(args: CmdArgs, conf: ShimConf, d: Deps, deadline: number): Promise<void> {
-  const mine = interfacesOf(await getWithin(args.containerId, deadline, d), conf.name, args.ifName);
-  // Delegated devices first: they need the pod netns, which the InfraNIC's veth does not.
-  const delegated = mine.filter((nic) => nic.nicType === 'DelegatedNIC');
+  // The InfraNIC's host veth is named after the attachment, so it goes before ferryd is asked anything
+  // (its pod end and host routes go with it). The usual attachment, that veth alone, is then released by
+  // the same request that would otherwise have fetched its record.
+  const deleted = await deleteHostVeth(hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName), d);
+  const { released, toTearDown } = await releaseOrRecord(args, conf, d, deadline, deleted);
+  if (!toTearDown) {
+    d.log.info({ interfaces: released.length }, 'deleted');
+    return;
+  }
+  // DelegatedNICs go home before the release, so a DEL retried after a failure still knows where they are.
+  const delegated = toTearDown.filter((nic) => nic.nicType === 'DelegatedNIC');
   const podLinks = delegated.length > 0 && args.netns ? await d.ip.linksIfPresent(netnsAt(args.netns)) : undefined;
   for (const nic of delegated) await teardownDelegatedNic(nic, args.netns, podLinks, d);
-  for (const nic of mine) if (nic.nicType === 'InfraNIC') await teardownInfraNic(nic, d);
+  // An InfraNIC recorded under another name (by an older ferryd) still has its veth to delete.
+  for (const nic of toTearDown) {
+    if (nic.nicType === 'InfraNIC' && nic.hostVethName !== deleted) await teardownInfraNic(nic, d);
+  }
   await d.daemon.release(args.containerId, conf.name, args.ifName);
-  d.log.info({ interfaces: mine.length }, 'deleted');
+  d.log.info({ interfaces: toTearDown.length }, 'deleted');
+}
+
+/**
+ * The first request: releases the attachment if `hostVethDeleted` was all it had, else says what is
+ * left to tear down. Without `hostVethDeleted` (its delete failed) it only fetches the record, so that
+ * the teardown by the record fails the DEL before anything is released.
+ */
+async function releaseOrRecord(
+  args: CmdArgs,
+  conf: ShimConf,
+  d: Deps,
+  deadline: number,
+  hostVethDeleted: string | undefined,
+): Promise<ReleaseResult> {
+  const { containerId, ifName } = args;
+  if (hostVethDeleted === undefined) {
+    const ep = await askWithin(deadline, d, (ms) => d.daemon.getEndpoint(containerId, ms));
+    return { released: [], toTearDown: interfacesOf(ep, conf.name, ifName) };
+  }
+  return askWithin(deadline, d, (ms) => d.daemon.releaseIfOnly(containerId, conf.name, ifName, hostVethDeleted, ms));
+}
+
+/** Deletes the host veth (absent counts as done) and returns its name; undefined (logged) when that failed. */
+async function deleteHostVeth(hostVethName: string, d: Deps): Promise<string | undefined> {
+  try {
+    const result = await d.ip.deleteLink(SELF, hostVethName);
+    d.log.info({ hostVethName, result }, 'host veth deleted');
+    return hostVethName;
+  } catch (err) {
+    d.log.warn({ err, hostVethName }, 'could not delete the host veth; asking ferryd for the record');
+    return undefined;
+  }
 }
 
 /** The fallback's own error, saying also why the fallback was needed. */
@@ -70,14 +117,15 @@ function withCause(err: unknown, unreachable: CniError): unknown {
 }
 
 /**
- * The endpoint, asking again every 200 ms while ferryd is running but does not answer, until `deadline`.
- * A ferryd that is not running is not asked again.
+ * One request to ferryd (`call` gets the milliseconds left), asked again every 200 ms while ferryd is
+ * running but does not answer, until `deadline`. A ferryd that is not running is not asked again. Both
+ * requests a DEL starts with may be repeated: a release is idempotent, a read changes nothing.
  */
-async function getWithin(containerId: string, deadline: number, d: Deps): Promise<Endpoint | undefined> {
+async function askWithin<T>(deadline: number, d: Deps, call: (leftMs: number) => Promise<T>): Promise<T> {
   for (;;) {
     const left = deadline - Date.now();
     try {
-      return await d.daemon.getEndpoint(containerId, Math.max(1, left));
+      return await call(Math.max(1, left));
     } catch (err) {
       if (isNotListening(err)) {
         d.log.info({ cause: err.message }, 'ferryd is not running: queueing the DEL without waiting');

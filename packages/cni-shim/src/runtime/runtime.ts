@@ -4,6 +4,7 @@
  * tests that run sources use Node. Everything that differs between the two lives behind this interface.
  */
 import type { LinkApplier, Runner } from '@ferry/net';
+import type { Sha256Hex } from '@ferry/shared-types/host-veth';
 
 export interface HttpResponse {
   status: number;
@@ -61,6 +62,8 @@ export interface Runtime {
    * could not be had in time. The kernel drops it if the process dies.
    */
   lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined>;
+  /** SHA-256 for names derived from an attachment (Bun's own hasher: node:crypto costs ~2 ms to load). */
+  sha256Hex: Sha256Hex;
 }
 
 /** Polls a non-blocking lock attempt every 10 ms until it succeeds or time runs out. */

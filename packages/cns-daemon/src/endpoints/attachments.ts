@@ -101,7 +101,7 @@ export class Attachments {
         endpointId: endpointIdOf('InfraNIC', req.containerId, req.ifName),
         nicType: 'InfraNIC',
         routesJson: net.routesJson,
-        hostVethName: hostVethNameOf(req.containerId, req.ifName),
+        hostVethName: hostVethNameOf(req.network, req.containerId, req.ifName),
       });
       ipam.assign(req.network, infraId, now);
       this.#attachDevices(req, attachment.id, wanted, others);
@@ -155,10 +155,34 @@ export class Attachments {
    */
   release(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
     return this.#tx(() => {
-      const a = this.#d.endpoints.getAttachment(containerId, ifName);
-      if (!a || a.network !== network) return { released: [] };
-      if (generation !== undefined && a.id !== generation) return { released: [] };
-      return { released: this.#releaseAttachment(a) };
+      const a = this.#releasable(containerId, network, ifName, generation);
+      return { released: a ? this.#releaseAttachment(a) : [] };
+    });
+  }
+
+  /**
+   * The shim's one-request DEL: it has already deleted `hostVethDeleted`. An attachment that is that
+   * InfraNIC alone is released as by `release`; any other is left as it is and its interfaces returned in
+   * `toTearDown` (DelegatedNICs must go home before the release, so a retried DEL still knows where they
+   * are; a host veth recorded under another name, by an older ferryd, is still there to delete).
+   */
+  releaseIfOnly(
+    containerId: string,
+    network: string,
+    ifName: string,
+    hostVethDeleted: string,
+    generation?: number,
+  ): ReleaseResult {
+    return this.#tx(() => {
+      const { endpoints, ipam } = this.#d;
+      const a = this.#releasable(containerId, network, ifName, generation);
+      if (!a) return { released: [] };
+      const interfaces = endpoints.interfacesOf(a.id);
+      const [only, ...more] = interfaces;
+      if (more.length === 0 && only?.nic_type === 'InfraNIC' && only.host_veth_name === hostVethDeleted) {
+        return { released: this.#releaseAttachment(a) };
+      }
+      return { released: [], toTearDown: interfaces.map((i) => toRecord(a, i, ipam)) };
     });
   }
 
@@ -289,6 +313,13 @@ export class Attachments {
     }
   }
 
+  /** The attachment a release names, unless it is unknown, of another network or another generation. */
+  #releasable(containerId: string, network: string, ifName: string, generation?: number): AttachmentRow | undefined {
+    const a = this.#d.endpoints.getAttachment(containerId, ifName);
+    if (!a || a.network !== network) return undefined;
+    return generation === undefined || a.id === generation ? a : undefined;
+  }
+
   #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
     const { endpoints, ipam } = this.#d;
     const interfaces = endpoints.interfacesOf(a.id);
@@ -319,7 +350,7 @@ export class Attachments {
           nicType: 'InfraNIC',
           ifName: i.if_name,
           endpointId: i.endpoint_id,
-          hostVethName: i.host_veth_name ?? hostVethNameOf(a.container_id, a.if_name),
+          hostVethName: i.host_veth_name ?? hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
           addresses,
           routes: routesOf(i),

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto';
+import { hostVethNameOf as nameOf } from '@ferry/shared-types/host-veth';
 
-/**
- * The InfraNIC's host-side veth name: `fry` + 12 hex digits of sha256(containerId/ifName), 15 bytes,
- * the most IFNAMSIZ allows. Deterministic, so a DEL finds the veth even when ADD died before commit,
- * and a leftover with this name can only belong to the same attachment.
- */
-export function hostVethNameOf(containerId: string, ifName: string): string {
-  return `fry${createHash('sha256').update(`${containerId}/${ifName}`).digest('hex').slice(0, 12)}`;
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** The InfraNIC's host veth name (shared-types/host-veth.ts: the shim derives the same at DEL). */
+export function hostVethNameOf(network: string, containerId: string, ifName: string): string {
+  return nameOf(sha256Hex, network, containerId, ifName);
 }

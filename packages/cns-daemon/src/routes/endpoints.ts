@@ -52,19 +52,26 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
     {
       config: { operation: 'release' },
       schema: {
-        summary: 'Release one attachment: addresses and state in one transaction (unknown = success)',
+        summary:
+          'Release one attachment: addresses and state in one transaction (unknown = success); with hostVethDeleted, only if that InfraNIC is all it has (else toTearDown lists its interfaces)',
         params: ContainerIdParamsSchema,
         querystring: ReleaseQuerySchema,
         response: { 200: ReleaseResultSchema, ...errors },
       },
     },
     async (req) => {
-      const { network, ifName, generation } = req.query;
-      const result = await writes.run(() => attachments.release(req.params.containerId, network, ifName, generation));
+      const { containerId } = req.params;
+      const { network, ifName, generation, hostVethDeleted } = req.query;
+      const result = await writes.run(() =>
+        hostVethDeleted === undefined
+          ? attachments.release(containerId, network, ifName, generation)
+          : attachments.releaseIfOnly(containerId, network, ifName, hostVethDeleted, generation),
+      );
       if (result.released.length > 0) metrics.releases.inc({ network });
+      const kept = result.toTearDown;
       req.log.info(
-        { containerId: req.params.containerId, ifName, network, interfaces: result.released.length },
-        'released',
+        { containerId, ifName, network, interfaces: (kept ?? result.released).length },
+        kept ? 'kept for teardown' : 'released',
       );
       return result;
     },

@@ -1,7 +1,7 @@
 /**
  * Endpoint state: one record per pod interface, keyed by (containerId, ifName). PUT commits what only
  * the shim knows after building the NICs; GET returns every interface of a container; DELETE releases an
- * attachment's addresses and state in one transaction.
+ * attachment's addresses and state in one transaction (or, asked conditionally, says what to tear down first).
  */
 import * as z from 'zod/mini';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
@@ -71,11 +71,24 @@ export const ReleaseQuerySchema = z.strictObject({
    * so it can never release an attachment another ADD made meanwhile.
    */
   generation: z.optional(z.coerce.number().check(z.int(), z.positive())),
+  /**
+   * The shim's usual DEL in one request: it has already deleted this host veth (the name it derives,
+   * host-veth.ts). ferryd releases the attachment only when that veth is all it has (one InfraNIC
+   * recorded with this name); otherwise it releases nothing and answers the attachment's interfaces in
+   * `toTearDown`, for the shim to tear down before it asks for the release again without this parameter.
+   */
+  hostVethDeleted: z.optional(IfNameSchema),
 });
 export type ReleaseQuery = z.infer<typeof ReleaseQuerySchema>;
 
 export const ReleaseResultSchema = z.strictObject({
   /** Interfaces whose state was deleted (empty when nothing was stored: release is idempotent). */
   released: z.array(InterfaceRecordSchema),
+  /**
+   * Only with `hostVethDeleted`, when nothing was released: the attachment's interfaces, still stored,
+   * that the shim must tear down first (DelegatedNICs to bring home, a host veth recorded under another
+   * name).
+   */
+  toTearDown: z.optional(z.array(InterfaceRecordSchema)),
 });
 export type ReleaseResult = z.infer<typeof ReleaseResultSchema>;
