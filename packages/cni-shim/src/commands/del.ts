@@ -84,8 +84,21 @@ async function releaseOrRecord(
     const ep = await askWithin(deadline, d, (ms) => d.daemon.getEndpoint(containerId, ms));
     return { released: [], toTearDown: interfacesOf(ep, conf.name, ifName) };
   }
-  return askWithin(deadline, d, (ms) => d.daemon.releaseIfOnly(containerId, conf.name, ifName, hostVethDeleted, ms));
+  try {
+    return await askWithin(deadline, d, (ms) =>
+      d.daemon.releaseIfOnly(containerId, conf.name, ifName, hostVethDeleted, ms),
+    );
+  } catch (err) {
+    if (!isOlderFerryd(err)) throw err;
+    // A ferryd older than this shim (an upgrade with both running) refuses the parameter: the record, then.
+    d.log.info({ cause: (err as CniError).message }, 'ferryd does not know hostVethDeleted; asking for the record');
+    return releaseOrRecord(args, conf, d, deadline, undefined);
+  }
 }
+
+/** An older ferryd's answer to the query parameter it does not know (its strict query schema). */
+const isOlderFerryd = (err: unknown): boolean =>
+  err instanceof CniError && err.code === Code.InvalidConfig && err.message.includes('hostVethDeleted');
 
 /** Deletes the host veth (absent counts as done) and returns its name; undefined (logged) when that failed. */
 async function deleteHostVeth(hostVethName: string, d: Deps): Promise<string | undefined> {
