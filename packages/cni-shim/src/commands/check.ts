@@ -16,10 +16,11 @@ import {
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { hostVethNameOf } from '@ferry/shared-types/host-veth';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
-import { checkInfraHostSide } from '../nic/infra';
+import { checkInfraHostSide, readHostVeth } from '../nic/infra';
 import { prevResultOf } from '../result';
 import { interfacesOf } from './attachment';
 
@@ -30,6 +31,10 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
   const endpoint = d.daemon.getEndpoint(args.containerId);
   endpoint.catch(() => undefined); // awaited below; this only keeps the rejection from counting as unhandled
   const pod = await inspectPod(args.netns, d);
+  // The host veth of the usual record is named after the attachment: read while ferryd answers.
+  const host = await readHostVeth(hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName), d).catch(
+    () => undefined,
+  );
   const mine = interfacesOf(await endpoint, conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
@@ -40,7 +45,7 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
   const problems: string[] = [];
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
-    if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d)));
+    if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d, host)));
     problems.push(...(typeof pod === 'string' ? [pod] : checkPodSide(rec, args.netns, prev, pod)));
   }
   if (problems.length > 0) {

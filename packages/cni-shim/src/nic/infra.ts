@@ -9,7 +9,17 @@
  * (without DAD), because the kernel sends no neighbour solicitation from a link without a link-local
  * address.
  */
-import { ensureSysctl, FORWARDING, IpBatch, type IpLink, isNameTakenAt, netnsAt, parseLinks, SELF } from '@ferry/net';
+import {
+  ensureSysctl,
+  FORWARDING,
+  IpBatch,
+  type IpLink,
+  isNameTakenAt,
+  type LinkRoute,
+  netnsAt,
+  parseLinks,
+  SELF,
+} from '@ferry/net';
 import type { InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -126,14 +136,28 @@ export async function teardownInfraNic(rec: InterfaceRecord, d: Deps): Promise<v
   d.log.info({ hostVethName: rec.hostVethName, result: r }, 'host veth deleted');
 }
 
-/** What CHECK verifies on the node side: the host veth is there and routes each pod address. */
-export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps): Promise<string[]> {
+/** The node side of an InfraNIC as CHECK reads it: its host veth (undefined: absent) and that veth's routes. */
+export interface HostVethView {
+  name: string;
+  link: IpLink | undefined;
+  routes: LinkRoute[];
+}
+
+export async function readHostVeth(name: string, d: Deps): Promise<HostVethView> {
+  const link = await d.ip.getLink(SELF, name);
+  return { name, link, routes: link ? await d.ip.listRoutes(SELF, name) : [] };
+}
+
+/**
+ * What CHECK verifies on the node side: the host veth is there and routes each pod address. `seen` is a
+ * view read earlier (while ferryd was being asked); it is used when it is of the recorded veth.
+ */
+export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps, seen?: HostVethView): Promise<string[]> {
   const problems: string[] = [];
   if (!rec.hostVethName) return ['ferryd recorded no host veth'];
-  const link: IpLink | undefined = await d.ip.getLink(SELF, rec.hostVethName);
+  const { link, routes } = seen?.name === rec.hostVethName ? seen : await readHostVeth(rec.hostVethName, d);
   if (!link) return [`host veth ${rec.hostVethName} is missing`];
   if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
-  const routes = await d.ip.listRoutes(SELF, rec.hostVethName);
   for (const a of rec.addresses) {
     if (!routes.some((r) => r.dev === rec.hostVethName && r.dst === a.address)) {
       problems.push(`no host route to ${a.address} via ${rec.hostVethName}`);
