@@ -6,6 +6,11 @@ export interface AtomicWriteOptions {
   mode: number;
   /** Start of the temp file's name in `dir` (readers of the directory may need to recognise it). */
   tempPrefix?: string;
+  /**
+   * false: no fsync of the file or the directory. The file is still whole or absent for every reader and
+   * survives the writer's crash; only a power loss or kernel crash may lose it. Default true.
+   */
+  fsync?: boolean;
 }
 
 /**
@@ -24,7 +29,7 @@ export function writeFileAtomically(
   const fd = openSync(tmp, 'wx', opts.mode);
   try {
     writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);
-    fsyncSync(fd);
+    if (opts.fsync !== false) fsyncSync(fd);
     closeSync(fd);
     renameSync(tmp, join(dir, name));
   } catch (err) {
@@ -36,6 +41,7 @@ export function writeFileAtomically(
     rmSync(tmp, { force: true });
     throw err;
   }
+  if (opts.fsync === false) return;
   const dirFd = openSync(dir, 'r');
   try {
     fsyncSync(dirFd);
