@@ -32,7 +32,16 @@ export class JournalDir {
   /** The entries now in the directory (usually none: each is removed once promoted or discarded). */
   list(nowMs: number): JournalFile[] {
     const out: JournalFile[] = [];
-    for (const name of readdirSync(this.dir)) {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (err) {
+      // Removed (or replaced) under ferryd: shims commit over the socket until a restart creates it again.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+      throw err;
+    }
+    for (const name of names) {
       if (name.startsWith('.tmp-')) {
         this.#removeIfAbandoned(name, nowMs);
         continue;
