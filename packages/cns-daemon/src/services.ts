@@ -4,8 +4,8 @@
  */
 
 import { Ip } from '@ferry/net';
-import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import { nodeRunner } from '@ferry/net/node-runner';
+import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import { buildCluster } from './cluster/build';

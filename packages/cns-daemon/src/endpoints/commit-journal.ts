@@ -46,7 +46,9 @@ export class JournalDir {
         this.#removeIfAbandoned(name, nowMs);
         continue;
       }
-      const file = JOURNAL_ENTRY_NAME_RE.test(name) ? readEntry(this.dir, name) : { name, problem: 'not an entry name' };
+      const file = JOURNAL_ENTRY_NAME_RE.test(name)
+        ? readEntry(this.dir, name)
+        : { name, problem: 'not an entry name' };
       if (file) out.push(file);
     }
     return out;
