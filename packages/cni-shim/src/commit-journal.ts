@@ -10,7 +10,8 @@
  * not read it (an older one), and ADD commits over the socket.
  */
 import { writeFileAtomically } from '@ferry/files';
-import { JOURNAL_ENTRY_VERSION, type JournalEntry } from '@ferry/shared-types/api/commit-journal';
+// Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
+import type { JournalEntry } from '@ferry/shared-types/api/commit-journal';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import { DEFAULT_DELETE_QUEUE, defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import { attachmentFileNameOf } from './attachment-file';
@@ -22,7 +23,8 @@ export function commitJournalOf(conf: ShimConf): string {
 
 /** Writes the entry, replacing an older one of the same attachment; throws the file system's error. */
 export function writeJournalEntry(dir: string, containerId: string, commit: CommitRequest, now: Date): string {
-  const entry: JournalEntry = { version: JOURNAL_ENTRY_VERSION, containerId, writtenAt: now.toISOString(), ...commit };
+  // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
+  const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
   const name = attachmentFileNameOf(commit.network, containerId, commit.ifName);
   // The temp file starts with .tmp-: ferryd knows it for a write in progress.
   writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
