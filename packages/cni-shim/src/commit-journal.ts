@@ -16,16 +16,23 @@ import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import { DEFAULT_DELETE_QUEUE, defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import { attachmentFileNameOf } from './attachment-file';
 import type { ShimConf } from './config';
+import type { Runtime } from './runtime/runtime';
 
 export function commitJournalOf(conf: ShimConf): string {
   return conf.commitJournal ?? defaultCommitJournalOf(conf.deleteQueue ?? DEFAULT_DELETE_QUEUE);
 }
 
 /** Writes the entry, replacing an older one of the same attachment; throws the file system's error. */
-export function writeJournalEntry(dir: string, containerId: string, commit: CommitRequest, now: Date): string {
+export function writeJournalEntry(
+  rt: Pick<Runtime, 'sha256Hex'>,
+  dir: string,
+  containerId: string,
+  commit: CommitRequest,
+  now: Date,
+): string {
   // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
   const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
-  const name = attachmentFileNameOf(commit.network, containerId, commit.ifName);
+  const name = attachmentFileNameOf(rt, commit.network, containerId, commit.ifName);
   // The temp file starts with .tmp-: ferryd knows it for a write in progress.
   writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
   return name;

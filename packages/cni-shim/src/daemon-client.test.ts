@@ -10,6 +10,7 @@ function client(answer: () => HttpResponse | Error): DaemonClient {
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
+    sha256Hex: () => '0'.repeat(64),
     request: async () => {
       const a = answer();
       if (a instanceof Error) throw a;

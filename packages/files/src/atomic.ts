@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -13,6 +12,11 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
 }
 
+/** Web Crypto's global: importing node:crypto would cost the Bun-compiled shim milliseconds at start-up. */
+function randomHex8(): string {
+  return Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(4))).toString('hex');
+}
+
 /**
  * Writes `name` in `dir` so that readers see the old file or the new one, never a part: a temp file in
  * the same directory, fsync, rename over the target, fsync of the directory (so the rename survives a
@@ -25,7 +29,7 @@ export function writeFileAtomically(
   content: Uint8Array | string,
   opts: AtomicWriteOptions,
 ): void {
-  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${process.pid}-${randomBytes(4).toString('hex')}`);
+  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${process.pid}-${randomHex8()}`);
   const fd = openSync(tmp, 'wx', opts.mode);
   try {
     writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);

@@ -40,7 +40,7 @@ async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocat
 async function commitAdd(containerId: string, commit: CommitRequest, conf: ShimConf, d: Deps): Promise<void> {
   const dir = commitJournalOf(conf);
   try {
-    const entry = writeJournalEntry(dir, containerId, commit, new Date());
+    const entry = writeJournalEntry(d.rt, dir, containerId, commit, new Date());
     d.log.debug({ entry: `${dir}/${entry}` }, 'committed through the journal');
     return;
   } catch (err) {

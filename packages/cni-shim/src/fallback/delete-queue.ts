@@ -18,6 +18,7 @@ import {
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import { attachmentFileNameOf } from '../attachment-file';
+import type { Runtime } from '../runtime/runtime';
 
 export function prepareQueueDir(dir: string): void {
   io(`create the delete queue ${dir}`, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
@@ -54,8 +55,8 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
  * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
-export function writeEntry(dir: string, limit: number, entry: QueueEntry): string {
-  const name = attachmentFileNameOf(entry.network, entry.containerId, entry.ifName);
+export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
+  const name = attachmentFileNameOf(rt, entry.network, entry.containerId, entry.ifName);
   const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(

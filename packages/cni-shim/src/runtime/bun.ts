@@ -78,4 +78,6 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
   };
 }
 
-export const bunRuntime: Runtime = { run, links: new Rtnetlink(rtnlSys), request, lockShared };
+const sha256Hex = (text: string): string => new Bun.CryptoHasher('sha256').update(text).digest('hex');
+
+export const bunRuntime: Runtime = { run, links: new Rtnetlink(rtnlSys), request, lockShared, sha256Hex };

@@ -2,6 +2,7 @@
  * The runtime for Node (tests that run the sources, and the Node build used to exercise this seam):
  * execa for processes, node:http for requests with a separate connect timeout and total deadline.
  */
+import { createHash } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tryLock } from '@ferry/files/flock';
@@ -77,4 +78,9 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
   return () => closeSync(fd);
 }
 
-export const nodeRuntime: Runtime = { run: nodeRunner, request, lockShared };
+export const nodeRuntime: Runtime = {
+  run: nodeRunner,
+  request,
+  lockShared,
+  sha256Hex: (text) => createHash('sha256').update(text).digest('hex'),
+};

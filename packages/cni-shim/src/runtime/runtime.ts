@@ -61,6 +61,8 @@ export interface Runtime {
    * could not be had in time. The kernel drops it if the process dies.
    */
   lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined>;
+  /** SHA-256 of the UTF-8 text, in hex (Bun's own hasher: loading node:crypto costs Bun milliseconds). */
+  sha256Hex(text: string): string;
 }
 
 /** Polls a non-blocking lock attempt every 10 ms until it succeeds or time runs out. */
