@@ -143,7 +143,11 @@ export class Attachments {
     for (const [k, f] of files.entries()) {
       journal.remove(f.name);
       const problem = outcomes[k];
-      if (problem === undefined) continue;
+      if (problem === undefined && 'entry' in f) {
+        const { containerId, ifName, generation } = f.entry;
+        log?.info({ containerId, ifName, generation }, 'committed from the journal');
+        continue;
+      }
       discarded++;
       log?.warn({ entry: f.name, reason: problem }, 'commit journal entry discarded');
     }

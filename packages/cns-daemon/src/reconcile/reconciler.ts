@@ -1,7 +1,7 @@
 /**
- * Periodic repairs that need no request: the commit journal is settled, the delete queue is drained, addresses whose cooldown has
- * passed become Available, endpoints whose netns is gone are released, and delegated devices that came
- * back to the node are freed and renamed home (devices/inventory.ts).
+ * Periodic repairs that need no request: the commit journal is settled, the delete queue is drained,
+ * addresses whose cooldown has passed become Available, endpoints whose netns is gone are released, and
+ * delegated devices that came back to the node are freed and renamed home (devices/inventory.ts).
  * Runs once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
