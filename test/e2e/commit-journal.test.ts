@@ -7,14 +7,16 @@ import { copyFileSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { useNodeWithDevices } from '../fixtures/device';
 import { commitJournalOf, type Ferryd } from '../fixtures/ferryd';
-import { linkNames } from '../fixtures/kernel';
+import { linkNames, links } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { pendingFiles, queueEntryName } from '../fixtures/queue';
 import { runShim } from '../fixtures/shim';
 
 interface StateRecord {
+  ifName: string;
   state: string;
   generation: number;
   mac?: string;
@@ -120,6 +122,30 @@ describe('commit journal', () => {
       .filter((l) => l.includes('commit journal entry discarded'));
     expect(discarded).toHaveLength(1);
     expect(discarded[0]).toMatch(/generation \d+ is stale/);
+    expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
+    expect(await ferryd.assignedAddresses()).toEqual([]);
+  });
+
+  test('a delegated NIC is recorded from the journal with its pod-side ifindex and MAC', async (t) => {
+    // A long reconcile period: nothing but the test's own requests settles the journal.
+    const device = { name: 'eth1', mac: '02:fe:00:00:00:11' };
+    const { node, ferryd } = await useNodeWithDevices(t, [device], { reconcile: { intervalSec: 3600 } });
+    const pod = await useNetns(t, 'pod');
+    const conf = netConf(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } });
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+    const add = await runShim(node, 'ADD', call);
+    expect(add.exitCode, add.stdout).toBe(0);
+    expect(shimMessages(ferryd, call.containerId, 'ADD').filter((m) => m === 'asking ferryd')).toHaveLength(1);
+    expect(pendingFiles(commitJournalOf(ferryd))).toHaveLength(1);
+
+    const inPod = await links(pod);
+    const recs = await recordsOf(ferryd, call.containerId);
+    expect(recs.map((r) => r.ifName).sort()).toEqual(['eth0', 'net1']);
+    for (const r of recs) {
+      const l = inPod.find((x) => x.ifname === r.ifName);
+      expect(l, r.ifName).toBeDefined();
+      expect(r).toMatchObject({ state: 'committed', mac: l?.address, containerIfIndex: l?.ifindex });
+    }
     expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
     expect(await ferryd.assignedAddresses()).toEqual([]);
   });
