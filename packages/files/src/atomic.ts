@@ -12,9 +12,16 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
 }
 
-/** Web Crypto's global: importing node:crypto would cost the Bun-compiled shim milliseconds at start-up. */
-function randomHex8(): string {
-  return Buffer.from(globalThis.crypto.getRandomValues(new Uint8Array(4))).toString('hex');
+let written = 0;
+
+/**
+ * Unique among live processes (pid) and within one (a counter), and unlikely to meet a dead process's
+ * leftover (the time); the open is exclusive anyway. No random bytes: the first use of a random source
+ * costs the Bun-compiled shim a quarter of a millisecond, and importing node:crypto several.
+ */
+function tempSuffix(): string {
+  written++;
+  return `${process.pid}-${Date.now().toString(36)}-${written}`;
 }
 
 /**
@@ -29,7 +36,7 @@ export function writeFileAtomically(
   content: Uint8Array | string,
   opts: AtomicWriteOptions,
 ): void {
-  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${process.pid}-${randomHex8()}`);
+  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
   const fd = openSync(tmp, 'wx', opts.mode);
   try {
     writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);
