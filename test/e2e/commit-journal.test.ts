@@ -150,6 +150,18 @@ describe('commit journal', () => {
     expect(await ferryd.assignedAddresses()).toEqual([]);
   });
 
+  test('a conflist that names only the delete queue finds the journal next to it, as ferryd does', async (t) => {
+    const { node, ferryd } = await useNode(t);
+    const pod = await useNetns(t, 'pod');
+    // undefined: the key is left out of the JSON the shim reads.
+    const conf = netConf(ferryd, { commitJournal: undefined, deleteQueue: ferryd.deleteQueue });
+    const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+    expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
+    expect(shimMessages(ferryd, call.containerId, 'ADD')).toContain('committed through the journal');
+    expect(pendingFiles(commitJournalOf(ferryd))).toHaveLength(1);
+    expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
+  });
+
   test('without the journal directory (an older ferryd) ADD commits over the socket', async (t) => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
