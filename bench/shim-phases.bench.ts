@@ -19,7 +19,7 @@ const MARKS = [
   ['veth pair created', 'host side over rtnetlink (veth pair born in the pod)'],
   ['node sysctls set', 'proxy_arp and forwarding sysctls'],
   ['pod side configured', 'pod side over rtnetlink (socket made in the pod netns)'],
-  ['committed', 'commit round trip'],
+  ['committed', 'commit-journal entry written (or, without the journal, the commit round trip)'],
   ['added', 'result'],
 ] as const;
 
@@ -30,6 +30,8 @@ async function inside(node: BenchNode): Promise<void> {
     name: 'ferry',
     type: 'ferry-cni',
     daemonSocket: node.socket,
+    // As a node's conflist and ferryd's config agree: the commit journal sits next to this queue.
+    deleteQueue: node.deleteQueue,
     logFile: log,
     logLevel: 'debug',
   };
@@ -59,7 +61,10 @@ async function inside(node: BenchNode): Promise<void> {
       let prev = 0;
       const seen = new Set<string>();
       for (const line of lines) {
-        const mark = line.msg === 'ferryd answered' && line.path?.startsWith('/v1/endpoints') ? 'committed' : line.msg;
+        const isCommit =
+          line.msg === 'committed through the journal' ||
+          (line.msg === 'ferryd answered' && line.path?.startsWith('/v1/endpoints'));
+        const mark = isCommit ? 'committed' : line.msg;
         const k = MARKS.findIndex(([m]) => m === mark);
         if (k < 0 || seen.has(mark)) continue;
         seen.add(mark);

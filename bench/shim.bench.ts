@@ -42,6 +42,8 @@ const FERRY: Impl = {
     type: 'ferry-cni',
     daemonSocket: node.socket,
     logFile: join(node.dir, 'cni.log'),
+    // As a node's conflist and ferryd's config agree: the commit journal sits next to this queue.
+    deleteQueue: node.deleteQueue,
   }),
 };
 const REFERENCE: Impl = {

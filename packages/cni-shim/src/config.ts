@@ -76,6 +76,7 @@ export const PLAIN_KEY_CHECKS: Record<string, (v: unknown) => boolean> = {
   daemonSocket: (v) => isAbsolutePath(v),
   logFile: (v) => isAbsolutePath(v),
   deleteQueue: (v) => isAbsolutePath(v),
+  commitJournal: (v) => isAbsolutePath(v),
   logLevel: (v) => v === 'debug' || v === 'info' || v === 'warn' || v === 'error' || v === 'silent',
   logMaxSizeKiB: (v) => isIntIn(v, 0, SHIM_LOG_MAX_SIZE_KIB_LIMIT),
   logMaxBackups: (v) => isIntIn(v, 0, SHIM_LOG_MAX_BACKUPS_LIMIT),

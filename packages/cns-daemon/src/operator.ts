@@ -55,7 +55,11 @@ export class Operator {
     this.#d = deps;
   }
 
+  // Every view of attachments first settles the commit journal (Attachments.settleJournal), so an ADD
+  // whose shim committed through it shows as committed.
+
   listEndpoints(q: EndpointListQuery): Endpoint[] {
+    this.#d.attachments.settleJournal();
     const { endpoints, ipam } = this.#d;
     const byContainer = new Map<string, Endpoint>();
     for (const a of endpoints.allAttachments()) {
@@ -73,10 +77,12 @@ export class Operator {
   }
 
   getEndpoint(containerId: string): Endpoint {
+    this.#d.attachments.settleJournal();
     return this.#d.attachments.get(containerId);
   }
 
   forceDelete(containerId: string): ReleaseResult {
+    this.#d.attachments.settleJournal();
     return this.#d.attachments.releaseContainer(containerId);
   }
 
@@ -128,6 +134,7 @@ export class Operator {
   }
 
   devices(): Device[] {
+    this.#d.attachments.settleJournal();
     return this.#d.inventory.list();
   }
 
@@ -177,6 +184,7 @@ export class Operator {
 
   /** The store's invariants, then the node's (netns, devices, queue). */
   async invariants(): Promise<InvariantReport> {
+    this.#d.attachments.settleJournal();
     const violations = [...this.#d.invariants.check(), ...(await this.#d.nodeChecks.check())];
     return { ok: violations.length === 0, violations };
   }
@@ -187,6 +195,7 @@ export class Operator {
    * or their container is dead).
    */
   gc(req: OperatorGcRequest): OperatorGcResult {
+    this.#d.attachments.settleJournal();
     const keep = req.keep ? new Set(req.keep) : undefined;
     const candidates: OperatorGcResult['candidates'] = [];
     for (const a of this.#d.endpoints.allAttachments()) {

@@ -5,6 +5,7 @@
 
 import { Ip } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
+import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import { buildCluster } from './cluster/build';
@@ -15,6 +16,7 @@ import type { FerrydConfig } from './config';
 import { Inventory } from './devices/inventory';
 import { NodeChecks } from './doctor/node-checks';
 import { Attachments } from './endpoints/attachments';
+import { JournalDir } from './endpoints/commit-journal';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
@@ -69,6 +71,8 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     devices,
     ipam,
     now,
+    journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
+    log,
     // After the transaction: the pass shows freed devices home now rather than at the next period.
     onDevicesReleased: () => setImmediate(() => reconciler.runSoon()),
   });
@@ -77,6 +81,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
   const reconciler = new Reconciler({
+    attachments,
     ipam,
     inventory,
     drainer,

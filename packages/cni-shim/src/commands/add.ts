@@ -1,11 +1,13 @@
 /**
- * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit →
- * result.
+ * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit
+ * (a commit-journal entry: no second round trip) → result.
  * Anything that fails after allocate is undone in reverse order before the error is printed.
  */
 import { type IpLink, SELF } from '@ferry/net';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
+import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
+import { commitJournalOf, writeJournalEntry } from '../commit-journal';
 import type { ShimConf } from '../config';
 import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
@@ -31,6 +33,24 @@ async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocat
   return d.daemon.allocate(req);
 }
 
+/**
+ * Commits through the journal (no round trip; ferryd promotes the entry before anyone reads the
+ * attachment), or over the socket when the journal cannot be written (no directory: an older ferryd).
+ */
+async function commitAdd(containerId: string, commit: CommitRequest, conf: ShimConf, d: Deps): Promise<void> {
+  const dir = commitJournalOf(conf);
+  try {
+    const entry = writeJournalEntry(d.rt, dir, containerId, commit, new Date());
+    d.log.debug({ entry: `${dir}/${entry}` }, 'committed through the journal');
+    return;
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    d.log[missing ? 'debug' : 'warn']({ err, dir }, 'commit journal not written; committing over the socket');
+  }
+  await d.daemon.commit(containerId, commit);
+  d.log.debug({}, 'committed');
+}
+
 export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
   const prev = await prevResultOf(conf);
   const undo = new Rollback();
@@ -51,7 +71,7 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
         nics.push({ plan, built: await buildDelegatedNic(plan, at, undo, d) });
       }
     }
-    await d.daemon.commit(args.containerId, {
+    const commit: CommitRequest = {
       network: conf.name,
       ifName: args.ifName,
       generation: alloc.generation,
@@ -60,14 +80,16 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
         mac: built.mac,
         containerIfIndex: built.containerIfIndex,
       })),
-    });
+    };
+    // Made before the commit: once committed, nothing may fail (there would be nothing left to undo).
+    const result = toResult(conf, prev, args.netns, alloc, nics);
+    await commitAdd(args.containerId, commit, conf, d);
     undo.commit();
-    d.log.debug({}, 'committed');
     d.log.info(
       { generation: alloc.generation, nics: nics.map(({ built }) => `${built.ifName}@${built.containerIfIndex}`) },
       'added',
     );
-    return toResult(conf, prev, args.netns, alloc, nics);
+    return result;
   } catch (err) {
     await undo.unwind(d.log);
     throw err;

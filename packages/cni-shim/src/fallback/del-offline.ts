@@ -49,7 +49,7 @@ export async function delWithoutDaemon(
   }
   try {
     if (await d.daemon.isReady(RECHECK_MS)) return 'online';
-    const name = writeEntry(dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
+    const name = writeEntry(d.rt, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
     d.log.warn({ entry: join(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
     await cleanPodNetns(args.netns, args.ifName, d);

@@ -6,7 +6,6 @@
  * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
  * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { writeFileAtomically } from '@ferry/files';
 import {
@@ -18,11 +17,8 @@ import {
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
-
-/** The entry's file name: a hash of the attachment key, never anything the runtime sent verbatim. */
-function entryNameOf(network: string, containerId: string, ifName: string): string {
-  return `${createHash('sha256').update(`${network}\n${containerId}\n${ifName}`).digest('hex').slice(0, 32)}.json`;
-}
+import { attachmentFileNameOf } from '../attachment-file';
+import type { Runtime } from '../runtime/runtime';
 
 export function prepareQueueDir(dir: string): void {
   io(`create the delete queue ${dir}`, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
@@ -59,8 +55,8 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
  * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
-export function writeEntry(dir: string, limit: number, entry: QueueEntry): string {
-  const name = entryNameOf(entry.network, entry.containerId, entry.ifName);
+export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
+  const name = attachmentFileNameOf(rt, entry.network, entry.containerId, entry.ifName);
   const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(

@@ -12,6 +12,7 @@ import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { endpointIdOf } from '@ferry/shared-types/nic';
+import type { Logger } from 'pino';
 import { reservationOf } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
 import { HOST_VETH_MAC } from '../ipam/pool';
@@ -20,6 +21,7 @@ import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
 import type { AttachmentRow, DeviceRow, InterfaceRow } from '../store/rows';
+import type { JournalDir } from './commit-journal';
 import { hostVethNameOf } from './host-veth';
 import { addressesOf, routesOf, toRecord } from './records';
 
@@ -29,6 +31,9 @@ export interface AttachmentsDeps {
   devices: DeviceStore;
   ipam: Ipam;
   now: () => number;
+  /** The commit journal, when ferryd reads one (settleJournal); its log lines go to `log`. */
+  journal?: JournalDir;
+  log?: Logger;
   /**
    * Called (inside the releasing transaction: it must only schedule work) whenever a release frees
    * delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
@@ -109,35 +114,80 @@ export class Attachments {
     });
   }
 
+  /**
+   * Promotes every commit-journal entry to a commit (commit() below: same checks, same transaction
+   * shape) or discards it with a log line when it cannot be one (released, stale generation, invalid).
+   * Callers run it before they read or change attachments, so every ADD whose shim wrote its entry is
+   * committed by then. Outside any transaction only: a file is removed once the transaction that
+   * promoted it has committed, so a rollback leaves the entry for the next settle (promoting twice is
+   * harmless). A storage failure throws and removes nothing.
+   */
+  settleJournal(): { promoted: number; discarded: number } {
+    const { journal, db, log } = this.#d;
+    const files = journal?.list(this.#d.now()) ?? [];
+    if (!journal || files.length === 0) return { promoted: 0, discarded: 0 };
+    if (db.inTransaction) throw new CniError(Code.Internal, 'settle the commit journal: called inside a transaction');
+    const outcomes = this.#tx(() =>
+      files.map((f) => {
+        if ('problem' in f) return f.problem;
+        try {
+          this.#tx(() => this.#commit(f.entry.containerId, f.entry, Date.parse(f.entry.writtenAt)));
+          return undefined;
+        } catch (err) {
+          if (err instanceof CniError && err.code !== Code.Internal) return err.message;
+          throw err;
+        }
+      }),
+    );
+    let discarded = 0;
+    for (const [k, f] of files.entries()) {
+      journal.remove(f.name);
+      const problem = outcomes[k];
+      if (problem === undefined && 'entry' in f) {
+        const { containerId, ifName, generation } = f.entry;
+        log?.info({ containerId, ifName, generation }, 'committed from the journal');
+        continue;
+      }
+      discarded++;
+      log?.warn({ entry: f.name, reason: problem }, 'commit journal entry discarded');
+    }
+    return { promoted: files.length - discarded, discarded };
+  }
+
   /** Records what the shim built. The generation guards against a commit for an older allocation. */
   commit(containerId: string, req: CommitRequest): Endpoint {
     return this.#tx(() => {
-      const { endpoints } = this.#d;
-      const a = endpoints.getAttachment(containerId, req.ifName);
-      if (!a) {
-        throw new CniError(
-          Code.EndpointNotFound,
-          `commit endpoint ${containerId}/${req.ifName}: no allocation (it was released, or never made)`,
-        );
-      }
-      if (a.network !== req.network) throw conflictingNetwork(a, req.network);
-      if (a.id !== req.generation) {
-        throw new CniError(
-          Code.AttachmentConflict,
-          `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.id})`,
-        );
-      }
-      for (const nic of req.nics) {
-        if (!endpoints.commitInterface(a.id, nic.ifName, nic.mac, nic.containerIfIndex)) {
-          throw new CniError(
-            Code.InvalidConfig,
-            `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
-          );
-        }
-      }
-      endpoints.markCommitted(a.id, this.#d.now());
+      this.#commit(containerId, req, this.#d.now());
       return this.#endpointOf(containerId);
     });
+  }
+
+  /** commit() inside the caller's transaction; the attachment's update time becomes `atMs` (or stays later). */
+  #commit(containerId: string, req: CommitRequest, atMs: number): void {
+    const { endpoints } = this.#d;
+    const a = endpoints.getAttachment(containerId, req.ifName);
+    if (!a) {
+      throw new CniError(
+        Code.EndpointNotFound,
+        `commit endpoint ${containerId}/${req.ifName}: no allocation (it was released, or never made)`,
+      );
+    }
+    if (a.network !== req.network) throw conflictingNetwork(a, req.network);
+    if (a.id !== req.generation) {
+      throw new CniError(
+        Code.AttachmentConflict,
+        `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.id})`,
+      );
+    }
+    for (const nic of req.nics) {
+      if (!endpoints.commitInterface(a.id, nic.ifName, nic.mac, nic.containerIfIndex)) {
+        throw new CniError(
+          Code.InvalidConfig,
+          `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
+        );
+      }
+    }
+    endpoints.markCommitted(a.id, Math.max(a.updated_at_ms, atMs));
   }
 
   /** Every interface of the container; throws EndpointNotFound when there is none. */

@@ -162,6 +162,8 @@ export class Drainer {
 
   async #pass(): Promise<DrainResult> {
     const result: DrainResult = { applied: 0, stale: 0, setAside: 0 };
+    // A queued DEL of an ADD committed through the journal must see that commit (and its time).
+    this.#d.attachments.settleJournal();
     const started = performance.now();
     const names = readdirSync(this.#d.dir);
     for (const [k, name] of names.entries()) {

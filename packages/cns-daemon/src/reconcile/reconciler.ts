@@ -1,18 +1,20 @@
 /**
- * Periodic repairs that need no request: the delete queue is drained, addresses whose cooldown has
- * passed become Available, endpoints whose netns is gone are released, and delegated devices that came
- * back to the node are freed and renamed home (devices/inventory.ts).
+ * Periodic repairs that need no request: the commit journal is settled, the delete queue is drained,
+ * addresses whose cooldown has passed become Available, endpoints whose netns is gone are released, and
+ * delegated devices that came back to the node are freed and renamed home (devices/inventory.ts).
  * Runs once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
 import type { Inventory } from '../devices/inventory';
+import type { Attachments } from '../endpoints/attachments';
 import type { Ipam } from '../ipam/ipam';
 import type { Drainer } from '../queue/drainer';
 import type { StorageHealth } from '../storage/health';
 import type { StaleEndpoints } from './stale-endpoints';
 
 export interface ReconcilerDeps {
+  attachments: Attachments;
   ipam: Ipam;
   inventory: Inventory;
   drainer: Drainer;
@@ -70,6 +72,8 @@ export class Reconciler {
    * netns is gone, then devices (which the steps before may have freed).
    */
   async #pass(): Promise<ReconcileResult> {
+    // Committed ADDs are committed before anything below looks at attachments (at start-up too).
+    this.#d.attachments.settleJournal();
     const queue = await this.#d.drainer.drain();
     const now = this.#d.now();
     const cooledDown = this.#d.ipam.sweep(now);

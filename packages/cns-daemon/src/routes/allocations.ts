@@ -28,6 +28,8 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       if (!lifecycle.isReady) {
         throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
       }
+      // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
+      attachments.settleJournal();
       const { plan, created } = await writes.run(() => attachments.allocate(req.body));
       if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(

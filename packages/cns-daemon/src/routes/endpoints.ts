@@ -11,7 +11,11 @@ import type { Metrics } from '../metrics';
 import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
-/** Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). */
+/**
+ * Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). Each settles the
+ * commit journal first: an ADD committed through it is committed before it is read or released (and a
+ * release leaves no entry behind to be promoted later).
+ */
 export const endpointRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
   writes: GroupCommit;
@@ -29,6 +33,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (req) => {
+      attachments.settleJournal();
       const ep = await writes.run(() => attachments.commit(req.params.containerId, req.body));
       req.log.info({ containerId: req.params.containerId, ifName: req.body.ifName }, 'committed');
       return ep;
@@ -44,7 +49,10 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
         response: { 200: EndpointSchema, ...errors },
       },
     },
-    async (req) => attachments.get(req.params.containerId),
+    async (req) => {
+      attachments.settleJournal();
+      return attachments.get(req.params.containerId);
+    },
   );
 
   app.delete(
@@ -62,6 +70,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
     async (req) => {
       const { containerId } = req.params;
       const { network, ifName, generation, hostVethDeleted } = req.query;
+      attachments.settleJournal();
       const result = await writes.run(() =>
         hostVethDeleted === undefined
           ? attachments.release(containerId, network, ifName, generation)

@@ -16,6 +16,7 @@ export const gcRoutes: FastifyPluginAsyncZod<{ attachments: Attachments }> = asy
       },
     },
     async (req) => {
+      attachments.settleJournal();
       const result = attachments.gc(req.body);
       req.log.info(
         { network: req.body.network, removed: result.removed.length, errors: result.errors.length },

@@ -5,6 +5,7 @@
  */
 import * as z from 'zod/mini';
 import {
+  DEFAULT_COMMIT_JOURNAL,
   DEFAULT_DAEMON_TIMEOUTS,
   DEFAULT_DELETE_QUEUE,
   DEFAULT_DELETE_QUEUE_LIMIT,
@@ -105,6 +106,10 @@ export const NetConfSchema = z.looseObject({
   deleteQueue: doc(
     z.optional(absolutePath()),
     `Where DELs are queued while ferryd is unreachable (ferryd's \`deleteQueue\`). Default: ${DEFAULT_DELETE_QUEUE}.`,
+  ),
+  commitJournal: doc(
+    z.optional(absolutePath()),
+    `Where ADD writes its commit for ferryd (ferryd's \`commitJournal\`); ADD commits over the socket instead when the directory does not exist (a ferryd that predates the journal). Default: \`commit-journal\` next to \`deleteQueue\` (${DEFAULT_COMMIT_JOURNAL}).`,
   ),
   deleteQueueLimit: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),

@@ -6,6 +6,16 @@
 export const DEFAULT_SOCKET = '/run/ferry/ferryd.sock';
 export const DEFAULT_DELETE_QUEUE = '/var/lib/ferry/delete-queue';
 export const DEFAULT_DELETE_QUEUE_LIMIT = 1024;
+
+/**
+ * The commit journal's directory when none is configured: `commit-journal` next to the delete queue, so
+ * a shim and a ferryd that agree on `deleteQueue` (as they must) agree on the journal too.
+ */
+export function defaultCommitJournalOf(deleteQueue: string): string {
+  const parent = deleteQueue.replace(/\/+$/, '').replace(/\/[^/]*$/, '');
+  return `${parent}/commit-journal`;
+}
+export const DEFAULT_COMMIT_JOURNAL = defaultCommitJournalOf(DEFAULT_DELETE_QUEUE);
 export const DEFAULT_SHIM_LOG_FILE = '/var/log/ferry/cni.log';
 /**
  * The shim's log is rotated past 10 MiB, five rotated files kept: at most ~60 MiB on a node, whatever

@@ -8,7 +8,7 @@ import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
 import { NicTypeSchema } from '../nic';
-import { DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
+import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
@@ -167,6 +167,10 @@ export const FerrydConfigSchema = z.strictObject({
   deleteQueue: doc(
     z._default(absolutePath(), DEFAULT_DELETE_QUEUE),
     "Where ferry-cni queues DELs while ferryd is unreachable; must be the conflist's `deleteQueue`.",
+  ),
+  commitJournal: doc(
+    z.optional(absolutePath()),
+    `Where ferry-cni writes the commits of ADDs for ferryd to promote (one round trip per ADD instead of two); must be the conflist's \`commitJournal\`. Default: \`commit-journal\` next to \`deleteQueue\` (${DEFAULT_COMMIT_JOURNAL}).`,
   ),
   logLevel: doc(
     z._default(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'),

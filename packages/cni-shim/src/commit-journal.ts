@@ -1,0 +1,39 @@
+/**
+ * The shim's side of the commit journal (shared-types api/commit-journal.ts): ADD's commit as a file that
+ * ferryd promotes before anything reads or changes the attachment, instead of a second round trip.
+ *
+ * Written whole or not at all (temp file, rename), without fsync: that is the durability of ferryd's own
+ * commit (SQLite WAL with synchronous=NORMAL does not fsync each transaction), so the journal loses
+ * nothing a PUT would keep. A crash of the shim or ferryd loses nothing; a power loss may, and it also
+ * takes every pod netns with it, after which the stale-endpoint reconciler releases the attachment.
+ * The directory is never created here: ferryd creates it, so a missing one means a ferryd that would
+ * not read it (an older one), and ADD commits over the socket.
+ */
+import { writeFileAtomically } from '@ferry/files';
+// Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
+import type { JournalEntry } from '@ferry/shared-types/api/commit-journal';
+import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
+import { DEFAULT_DELETE_QUEUE, defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
+import { attachmentFileNameOf } from './attachment-file';
+import type { ShimConf } from './config';
+import type { Runtime } from './runtime/runtime';
+
+export function commitJournalOf(conf: ShimConf): string {
+  return conf.commitJournal ?? defaultCommitJournalOf(conf.deleteQueue ?? DEFAULT_DELETE_QUEUE);
+}
+
+/** Writes the entry, replacing an older one of the same attachment; throws the file system's error. */
+export function writeJournalEntry(
+  rt: Pick<Runtime, 'sha256Hex'>,
+  dir: string,
+  containerId: string,
+  commit: CommitRequest,
+  now: Date,
+): string {
+  // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
+  const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
+  const name = attachmentFileNameOf(rt, commit.network, containerId, commit.ifName);
+  // The temp file starts with .tmp-: ferryd knows it for a write in progress.
+  writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
+  return name;
+}
