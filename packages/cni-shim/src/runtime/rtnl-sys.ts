@@ -14,6 +14,9 @@ const NETLINK_ROUTE = 0;
 const CLONE_NEWNET = 0x40000000;
 const MSG_PEEK = 0x2;
 const MSG_TRUNC = 0x20;
+const SOL_NETLINK = 270;
+const NETLINK_GET_STRICT_CHK = 12;
+const ONE = new Int32Array([1]);
 
 function openLibc() {
   // Required here, not imported: evaluating bun:ffi costs every run ~0.3 ms, and VERSION, STATUS, GC and the
@@ -27,6 +30,7 @@ function openLibc() {
     open: { args: [FFIType.cstring, FFIType.i32], returns: FFIType.i32 },
     setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
     strerror: { args: [FFIType.i32], returns: FFIType.cstring },
+    setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
     __errno_location: { args: [], returns: FFIType.ptr },
   }).symbols;
 }
@@ -95,4 +99,5 @@ export const rtnlSys: RtnlSys = {
     lib().close(fd);
   },
   strerror: (errno) => String(lib().strerror(errno)),
+  strictCheck: (fd) => lib().setsockopt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, ONE, 4) === 0,
 };

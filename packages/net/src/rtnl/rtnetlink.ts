@@ -85,6 +85,11 @@ export interface RtnlSys {
   recv(fd: number): Buffer;
   close(fd: number): void;
   strerror(errno: number): string;
+  /**
+   * Turns on NETLINK_GET_STRICT_CHK (Linux 4.20): the kernel then filters a dump by the request's
+   * attributes instead of sending everything. False when it cannot (an older kernel).
+   */
+  strictCheck(fd: number): boolean;
 }
 
 /** A failed system call, with its errno. */
@@ -364,9 +369,12 @@ export class Rtnetlink implements LinkApplier {
 function routesOf(conn: Conn, dev?: string): unknown[] {
   const names = dev === undefined ? new Map(conn.links().map((l) => [l.ifindex, l.ifname])) : undefined;
   const only = dev === undefined ? undefined : conn.ifindex(dev);
+  // One device's routes are filtered by the kernel when it can: a node with 110 pods has hundreds of
+  // routes (CHECK read them all to keep one). The filter below stays for a kernel that cannot.
+  const filter: Attr[] = only !== undefined && conn.sys.strictCheck(conn.fd) ? [[RTA_OIF, u32(only)]] : [];
   // An rtmsg of family 0: both families, every table.
   const out: unknown[] = [];
-  for (const { oif, ...r } of conn.dump(RTM_GETROUTE, Buffer.alloc(12)).map(decodeRoute)) {
+  for (const { oif, ...r } of conn.dump(RTM_GETROUTE, Buffer.alloc(12), filter).map(decodeRoute)) {
     if (only !== undefined && oif !== only) continue;
     const name = only !== undefined ? dev : oif === undefined ? undefined : names?.get(oif);
     out.push({ ...r, ...(name ? { dev: name } : {}) });
