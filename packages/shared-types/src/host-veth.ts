@@ -18,3 +18,9 @@ export type Sha256Hex = (text: string) => string;
 export function hostVethNameOf(sha256Hex: Sha256Hex, network: string, containerId: string, ifName: string): string {
   return `fry${sha256Hex(`${network}/${containerId}/${ifName}`).slice(0, 12)}`;
 }
+
+/**
+ * The MAC of every host veth (the pods' gateway neighbour entry points at it): ferryd puts it in the plan,
+ * and the shim gives it to a pair it makes before the plan arrives.
+ */
+export const HOST_VETH_MAC = 'ee:ee:ee:ee:ee:ee';

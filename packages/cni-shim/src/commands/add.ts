@@ -1,37 +1,24 @@
 /**
  * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit
- * (a commit-journal entry: no second round trip) → result.
- * Anything that fails after allocate is undone in reverse order before the error is printed.
+ * (a commit-journal entry: no second round trip) → result. The InfraNIC's veth pair, which depends on
+ * nothing ferryd decides, is created while ferryd allocates.
+ * Anything that fails is undone in reverse order before the error is printed.
  */
 import { type IpLink, SELF } from '@ferry/net';
-import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
+import type { Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
+import { HOST_VETH_MAC, hostVethNameOf } from '@ferry/shared-types/host-veth';
 import { commitJournalOf, writeJournalEntry } from '../commit-journal';
 import type { ShimConf } from '../config';
 import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { buildDelegatedNic } from '../nic/delegated';
-import { buildInfraNic } from '../nic/infra';
+import { buildInfraNic, createPairEarly, type PairSpec } from '../nic/infra';
 import { type BuiltPair, prevResultOf, toResult } from '../result';
 import { Rollback } from '../rollback';
 import { attachmentOf } from './attachment';
-
-/**
- * Allocates at once when ferryd is serving (the common case: one round trip); when it is unreachable or
- * not ready yet, waits for readiness within the ADD budget and asks again. Never builds anything first.
- */
-async function allocateWhenReady(req: AllocateRequest, d: Deps): Promise<Allocation> {
-  try {
-    return await d.daemon.allocate(req);
-  } catch (err) {
-    if (!isDaemonDown(err)) throw err;
-    d.log.info({ err }, 'ferryd not ready; waiting');
-  }
-  await d.daemon.waitReady(d.addWaitMs);
-  return d.daemon.allocate(req);
-}
 
 /**
  * Commits through the journal (no round trip; ferryd promotes the entry before anyone reads the
@@ -51,11 +38,55 @@ async function commitAdd(containerId: string, commit: CommitRequest, conf: ShimC
   d.log.debug({}, 'committed');
 }
 
+/**
+ * The InfraNIC's veth pair, created while ferryd allocates (every plan has an InfraNIC, and everything
+ * the pair is born with is known before the plan); its undo is armed at once. Undefined when it was not
+ * created: the usual path then creates it after the plan.
+ */
+async function pairWhileAllocating(
+  args: CmdArgs,
+  conf: ShimConf,
+  undo: Rollback,
+  d: Deps,
+): Promise<PairSpec | undefined> {
+  const mac = conf.runtimeConfig?.mac;
+  const pair: PairSpec = {
+    hostVethName: hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName),
+    hostVethMac: HOST_VETH_MAC,
+    ifName: args.ifName,
+    netns: args.netns,
+    ...(mac ? { mac } : {}),
+    ...(conf.mtu ? { mtu: conf.mtu } : {}),
+  };
+  if (!(await createPairEarly(pair, d))) return undefined;
+  undo.push(`delete host veth ${pair.hostVethName}`, () => d.ip.deleteLink(SELF, pair.hostVethName));
+  d.log.debug({ hostVethName: pair.hostVethName }, 'veth pair created while ferryd allocates');
+  return pair;
+}
+
 export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
   const prev = await prevResultOf(conf);
   const undo = new Rollback();
   try {
-    const alloc = await allocateWhenReady(attachmentOf(args, conf), d);
+    const req = attachmentOf(args, conf);
+    const allocating = d.daemon.allocate(req);
+    allocating.catch(() => undefined); // awaited below; this only keeps a rejection from counting as unhandled
+    let early = await pairWhileAllocating(args, conf, undo, d);
+    let alloc: Allocation;
+    try {
+      alloc = await allocating;
+    } catch (err) {
+      if (!isDaemonDown(err)) throw err;
+      // ferryd is down, starting or frozen: no pair stays in the pod while ADD waits for it (a pod is never
+      // configured without a record), and the pair is made after the plan.
+      // (A delete that fails leaves it to the usual path, which replaces a leftover pair of this name.)
+      if (early)
+        await d.ip.deleteLink(SELF, early.hostVethName).catch((e: unknown) => d.log.warn({ err: e }, 'pair kept'));
+      early = undefined;
+      d.log.info({ err }, 'ferryd not ready; waiting');
+      await d.daemon.waitReady(d.addWaitMs);
+      alloc = await d.daemon.allocate(req);
+    }
     undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName, alloc.generation));
     // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).
     const nics: BuiltPair[] = [];
@@ -64,7 +95,7 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
       if (plan.nicType === 'InfraNIC') {
         const mac = conf.runtimeConfig?.mac;
         const input = { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
-        nics.push({ plan, built: await buildInfraNic(input, undo, d) });
+        nics.push({ plan, built: await buildInfraNic(input, undo, d, early) });
       } else {
         nodeLinks ??= await d.ip.listLinks(SELF);
         const at = { netns: args.netns, attachmentIfName: args.ifName, nodeLinks };

@@ -40,15 +40,71 @@ export interface BuiltInfraNic extends BuiltNic {
 
 const hasFamily = (plan: InfraNicPlan, f: 4 | 6) => plan.addresses.some((a) => a.family === f);
 
-function hostSide(input: InfraBuildInput): IpBatch {
+/**
+ * A veth pair as it is created: what it is named and born with, all of it known before ferryd's plan
+ * (the host veth's name is derived from the attachment, its MAC is HOST_VETH_MAC, the MTU and the pod
+ * side's MAC come from the config), so ADD can create it while ferryd allocates.
+ */
+export interface PairSpec {
+  hostVethName: string;
+  hostVethMac: string;
+  ifName: string;
+  netns: string;
+  mac?: string;
+  mtu?: number;
+}
+
+function pairOf(input: InfraBuildInput): PairSpec {
   const { plan } = input;
   const mtu = input.mtu ?? plan.mtu;
-  const b = new IpBatch().addVeth({
-    name: plan.hostVethName,
-    mac: plan.hostVethMac,
+  return {
+    hostVethName: plan.hostVethName,
+    hostVethMac: plan.hostVethMac,
+    ifName: plan.ifName,
+    netns: input.netns,
+    ...(input.mac ? { mac: input.mac } : {}),
     ...(mtu ? { mtu } : {}),
-    peer: { name: plan.ifName, netns: input.netns, ...(input.mac ? { mac: input.mac } : {}), ...(mtu ? { mtu } : {}) },
+  };
+}
+
+const samePair = (a: PairSpec, b: PairSpec) =>
+  a.hostVethName === b.hostVethName &&
+  a.hostVethMac === b.hostVethMac &&
+  a.ifName === b.ifName &&
+  a.netns === b.netns &&
+  a.mac === b.mac &&
+  a.mtu === b.mtu;
+
+function addPair(b: IpBatch, p: PairSpec): IpBatch {
+  const mtu = p.mtu ? { mtu: p.mtu } : {};
+  return b.addVeth({
+    name: p.hostVethName,
+    mac: p.hostVethMac,
+    ...mtu,
+    peer: { name: p.ifName, netns: p.netns, ...(p.mac ? { mac: p.mac } : {}), ...mtu },
   });
+}
+
+/**
+ * Creates the pair before the plan arrives (ADD calls it while ferryd allocates: the kernel's slowest
+ * step then overlaps the round trip). True when it did; false, having changed nothing, when it could not:
+ * a name already taken (a leftover, or the live pod of a second ADD) is left for the usual path to judge
+ * once ferryd has said whose it is. The caller arms the undo.
+ */
+export async function createPairEarly(pair: PairSpec, d: Deps): Promise<boolean> {
+  try {
+    await d.ip.apply(SELF, addPair(new IpBatch(), pair), `create veth ${pair.hostVethName} ahead of the plan`);
+    return true;
+  } catch (err) {
+    d.log.debug({ err, hostVethName: pair.hostVethName }, 'veth pair not created ahead of the plan');
+    return false;
+  }
+}
+
+/** The host side's batch; `pairExists`: the pair was created ahead of the plan, exactly as the plan wants. */
+function hostSide(input: InfraBuildInput, pairExists = false): IpBatch {
+  const { plan } = input;
+  const b = pairExists ? new IpBatch() : addPair(new IpBatch(), pairOf(input));
   const v6 = plan.addresses.find((a) => a.family === 6);
   if (v6?.gateway) {
     b.setAddrGenMode(plan.hostVethName, 'none');
@@ -78,13 +134,22 @@ function podSide(input: InfraBuildInput): IpBatch {
  * exists in the node namespace and never needs a rename; the kernel refuses the whole pair if
  * CNI_IFNAME already exists in the pod, which is the spec's MUST.
  */
-export async function buildInfraNic(input: InfraBuildInput, undo: Rollback, d: Deps): Promise<BuiltInfraNic> {
+export async function buildInfraNic(
+  input: InfraBuildInput,
+  undo: Rollback,
+  d: Deps,
+  early?: PairSpec,
+): Promise<BuiltInfraNic> {
   const { plan } = input;
   const pod = netnsAt(input.netns);
+  const reuse = early !== undefined && samePair(early, pairOf(input));
+  // A pair made ahead of a plan that wants it otherwise (an MTU from ferryd, an older ferryd's name).
+  if (early && !reuse) await d.ip.deleteLink(SELF, early.hostVethName);
   // Armed before the host batch: it may stop after the pair exists (an address or a route refused).
   // The name is this attachment's own, and ADD never gets this far for a committed attachment.
   undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
-  await createPair(input, d);
+  if (reuse) await d.ip.apply(SELF, hostSide(input, true), `configure host veth ${plan.hostVethName}`);
+  else await createPair(input, d);
   d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   if (hasFamily(plan, 4)) {
     ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');

@@ -11,11 +11,11 @@ import type { CommitRequest, Endpoint, InterfaceRecord, ReleaseResult } from '@f
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
 import { reservationOf } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
-import { HOST_VETH_MAC } from '../ipam/pool';
 import { storageFaultOf } from '../storage/fault';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';

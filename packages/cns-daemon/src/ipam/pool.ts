@@ -12,7 +12,6 @@ import { type Cidr, type Family, formatCidr, lastOf, parseCidr, parseExclusion, 
  * per-pod gateway address. The pod reaches it through a permanent neighbour entry for HOST_VETH_MAC.
  */
 const GATEWAY: Record<Family, string> = { 4: '169.254.1.1', 6: 'fe80::ecee:eeff:feee:eeee' };
-export const HOST_VETH_MAC = 'ee:ee:ee:ee:ee:ee';
 
 export interface PoolSpec {
   network: string;
