@@ -85,8 +85,9 @@ test(`${SHIMS} shims at once, 1 KiB cap, room for every file: every line kept ex
 
   const { files, lines } = readLogs(dir);
   expect(files.filter((f) => f !== 'cni.log' && !BACKUP_RE.test(f))).toEqual([]);
-  // ~50 × 6 lines of ~300 bytes against a 1 KiB cap: it rotated many times.
-  expect(files.length).toBeGreaterThan(10);
+  // ~50 × 5 lines of ~300 bytes against a 1 KiB cap: it rotated, more or fewer times as the shims' first
+  // lines (where each looks at the size) interleave.
+  expect(files.length).toBeGreaterThan(2);
   expect(files.length).toBeLessThanOrEqual(101);
   expect(new Set(lines).size).toBe(lines.length);
   const by = msgsByContainer(lines);
