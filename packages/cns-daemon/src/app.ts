@@ -11,7 +11,6 @@ import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fa
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
-  validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -21,6 +20,7 @@ import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
 import type { Operator } from './operator';
+import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
 import { gcRoutes } from './routes/gc';
