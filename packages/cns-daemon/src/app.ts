@@ -89,12 +89,17 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
   );
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.debug({ url: req.url, statusCode: reply.statusCode, ms: reply.elapsedTime }, 'request completed');
+  // A callback hook, not an async one: no promise per request for what is synchronous work.
+  app.addHook('onResponse', (req, reply, done) => {
+    const ms = reply.elapsedTime;
+    if (deps.log.isLevelEnabled('debug')) {
+      req.log.debug({ url: req.url, statusCode: reply.statusCode, ms }, 'request completed');
+    }
     deps.metrics.requestDuration.observe(
       { method: req.method, route: req.routeOptions.url ?? 'unknown', status_code: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
+      ms / 1000,
     );
+    done();
   });
 
   await app.register(swagger, {
