@@ -12,8 +12,9 @@
  * blocks, never per request). "net of idle" subtracts the idle rate over the block's wall time.
  *
  *   pnpm --filter @ferry/bench bench:ferryd-sparse       (N=300 per type, GAP=20 ms, BLOCK=50, IDLE=10 s)
+ *   COMPARE=/path/to/other/dist/bin/ferryd ...           another build measured in the same alternation
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN } from './lib/node';
@@ -57,6 +58,7 @@ async function waitFor(check: () => Promise<unknown>, what: string): Promise<voi
 const generations = new Map<string, number>();
 /** One ferryd request of `kind` for container `id` (allocate first, release last). */
 async function ferrydRequest(socket: string, kind: Kind, id: string): Promise<void> {
+  const key = `${socket} ${id}`;
   switch (kind) {
     case 'allocate': {
       const a = (await call(socket, 'POST', '/v1/allocations', {
@@ -66,14 +68,14 @@ async function ferrydRequest(socket: string, kind: Kind, id: string): Promise<vo
         netns: `/var/run/netns/${id}`,
         pod: { namespace: 'default', name: `pod-${id}`, uid: '6c0b1a3e-3f7e-4d8e-9a51-2b6f0d6f1c11' },
       })) as { generation: number };
-      generations.set(id, a.generation);
+      generations.set(key, a.generation);
       return;
     }
     case 'commit':
       await call(socket, 'PUT', `/v1/endpoints/${id}`, {
         network: 'ferry',
         ifName: 'eth0',
-        generation: generations.get(id),
+        generation: generations.get(key),
         nics: [{ ifName: 'eth0', mac: '0a:58:0a:f4:00:05', containerIfIndex: 2 }],
       });
       return;
@@ -82,7 +84,7 @@ async function ferrydRequest(socket: string, kind: Kind, id: string): Promise<vo
       return;
     case 'release':
       await call(socket, 'DELETE', `/v1/endpoints/${id}?network=ferry&ifName=eth0`);
-      generations.delete(id);
+      generations.delete(key);
   }
 }
 
@@ -125,88 +127,110 @@ async function idleCpuPerSecond(pid: number): Promise<number> {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'ferry-b-sparse-'));
-const ferrySock = join(dir, 'ferryd.sock');
 const bareSock = join(dir, 'bare.sock');
-writeFileSync(
-  join(dir, 'ferryd.json'),
-  JSON.stringify({
-    socket: ferrySock,
-    database: join(dir, 'ferry.db'),
-    deleteQueue: join(dir, 'queue'),
-    // A node's default level: each request writes one info line (to /dev/null here).
-    logLevel: process.env.LOG_LEVEL ?? 'info',
-    networks: [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/16' } }],
-  }),
-);
-const ferryd = Bun.spawn({
-  cmd: [join(BIN, 'ferryd'), '--config', join(dir, 'ferryd.json')],
-  stdout: 'ignore',
-  stderr: 'inherit',
-});
+
+interface Ferryd {
+  name: string;
+  socket: string;
+  proc: ReturnType<typeof Bun.spawn>;
+  drained: Promise<void>;
+  idle: number;
+  tallies: Record<Kind, Tally>;
+}
+
+function startFerryd(name: string, launcher: string): Ferryd {
+  const home = join(dir, name);
+  const socket = join(home, 'ferryd.sock');
+  mkdirSync(home);
+  writeFileSync(
+    join(home, 'ferryd.json'),
+    JSON.stringify({
+      socket,
+      database: join(home, 'ferry.db'),
+      deleteQueue: join(home, 'queue'),
+      // A node's default level: each write request logs one info line.
+      logLevel: process.env.LOG_LEVEL ?? 'info',
+      networks: [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/16' } }],
+    }),
+  );
+  const proc = Bun.spawn({
+    cmd: [launcher, '--config', join(home, 'ferryd.json')],
+    // A pipe someone reads, as under a container runtime (writes to /dev/null would cost less than that).
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
+  const drained = (async () => {
+    for await (const _ of proc.stdout as ReadableStream<Uint8Array>) {
+      // The log lines are not looked at.
+    }
+  })();
+  const tallies = Object.fromEntries(KINDS.map((k) => [k, tally()])) as Record<Kind, Tally>;
+  return { name, socket, proc, drained, idle: 0, tallies };
+}
+
+const ferryds = [
+  startFerryd('ferryd', join(BIN, 'ferryd')),
+  ...(process.env.COMPARE ? [startFerryd('compare', process.env.COMPARE)] : []),
+];
 const bare = Bun.spawn({
   cmd: ['node', join(import.meta.dir, 'bare-server.mjs'), bareSock, join(dir, 'bare.db')],
   stdout: 'ignore',
   stderr: 'inherit',
 });
 try {
-  await waitFor(() => call(ferrySock, 'GET', '/readyz'), 'ferryd');
+  for (const f of ferryds) await waitFor(() => call(f.socket, 'GET', '/readyz'), f.name);
   await waitFor(() => bareRequest(bareSock, 0), 'the bare server');
   for (let i = 0; i < WARMUP; i++) {
-    for (const kind of KINDS) await ferrydRequest(ferrySock, kind, `warm${i}`);
+    for (const f of ferryds) for (const kind of KINDS) await ferrydRequest(f.socket, kind, `warm${i}`);
     await bareRequest(bareSock, i);
   }
   // Timers that start with the first requests (a reconcile after a release, say) settle first.
   await Bun.sleep(1000);
-  const idleFerryd = await idleCpuPerSecond(ferryd.pid);
+  for (const f of ferryds) f.idle = await idleCpuPerSecond(f.proc.pid);
   const idleBare = await idleCpuPerSecond(bare.pid);
 
-  const ferrydT = Object.fromEntries(KINDS.map((k) => [k, tally()])) as Record<Kind, Tally>;
   const bareT = tally();
   for (let done = 0; done < N; done += BLOCK) {
     const ids = Array.from({ length: Math.min(BLOCK, N - done) }, (_, i) => `sparse${done + i}`);
     for (const kind of KINDS) {
-      await block(ferryd.pid, ids.length, ferrydT[kind], (i) => ferrydRequest(ferrySock, kind, ids[i] as string));
+      for (const f of ferryds) {
+        await block(f.proc.pid, ids.length, f.tallies[kind], (i) => ferrydRequest(f.socket, kind, ids[i] as string));
+      }
       await block(bare.pid, ids.length, bareT, (i) => bareRequest(bareSock, done + i));
     }
   }
 
-  const row = (name: string, t: Tally, idle: number, floor?: number) => {
-    const perReq = t.cpuMs / t.lat.length;
-    const net = (t.cpuMs - (idle * t.wallMs) / 1000) / t.lat.length;
-    return [
-      name,
-      fmt(perReq, 2),
-      fmt(net, 2),
-      floor === undefined ? '-' : fmt(net / floor, 2),
-      fmt(percentile(t.lat, 50), 2),
-      fmt(percentile(t.lat, 95), 2),
-    ];
-  };
-  const floorNet = (bareT.cpuMs - (idleBare * bareT.wallMs) / 1000) / bareT.lat.length;
+  const net = (t: Tally, idle: number) => (t.cpuMs - (idle * t.wallMs) / 1000) / t.lat.length;
+  const floorNet = net(bareT, idleBare);
+  const row = (name: string, t: Tally, idle: number) => [
+    name,
+    fmt(t.cpuMs / t.lat.length, 2),
+    fmt(net(t, idle), 2),
+    fmt(net(t, idle) / floorNet, 2),
+    fmt(percentile(t.lat, 50), 2),
+    fmt(percentile(t.lat, 95), 2),
+  ];
   printTable(
     `ferryd CPU per request, sparse: one request every ${GAP} ms, a fresh connection each (${N} per type, blocks of ${BLOCK}, alternating with the floor; ms)`,
     ['request', 'CPU/req', 'net of idle', '÷ floor', 'lat p50', 'lat p95'],
     [
-      ...KINDS.map((k) => row(`ferryd ${k}`, ferrydT[k], idleFerryd, floorNet)),
+      ...ferryds.flatMap((f) => KINDS.map((k) => row(`${f.name} ${k}`, f.tallies[k], f.idle))),
       row('floor: bare route + 1 SQLite row', bareT, idleBare),
     ],
   );
   printTable(
     `idle CPU, no request at all (${IDLE_S} s each, after ${WARMUP} warm-up cycles)`,
     ['process', 'ms CPU per s'],
-    [
-      ['ferryd', fmt(idleFerryd, 2)],
-      ['floor', fmt(idleBare, 2)],
-    ],
+    [...ferryds.map((f) => [f.name, fmt(f.idle, 2)]), ['floor', fmt(idleBare, 2)]],
   );
   console.log(
     '\nCPU/req = utime+stime+cutime+cstime over the blocks ÷ requests (it includes the idle CPU of the gaps);' +
-      ' net of idle subtracts the idle rate over the same wall time. ferryd logs at ' +
-      `${process.env.LOG_LEVEL ?? 'info'} (LOG_LEVEL=...).`,
+      ' net of idle subtracts the idle rate over the same wall time; ÷ floor compares the nets. ferryd logs at ' +
+      `${process.env.LOG_LEVEL ?? 'info'} (LOG_LEVEL=...)${process.env.COMPARE ? `; compare = ${process.env.COMPARE}` : ''}.`,
   );
 } finally {
-  ferryd.kill('SIGTERM');
+  for (const f of ferryds) f.proc.kill('SIGTERM');
   bare.kill('SIGTERM');
-  await Promise.all([ferryd.exited, bare.exited]);
+  await Promise.all([...ferryds.flatMap((f) => [f.proc.exited, f.drained]), bare.exited]);
   rmSync(dir, { recursive: true, force: true });
 }
