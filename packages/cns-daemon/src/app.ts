@@ -11,7 +11,6 @@ import Fastify, { type FastifyError, type FastifyReply, LogController } from 'fa
 import {
   hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
-  validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -21,6 +20,7 @@ import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
 import type { Operator } from './operator';
+import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
 import { gcRoutes } from './routes/gc';
@@ -89,12 +89,17 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
   );
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.debug({ url: req.url, statusCode: reply.statusCode, ms: reply.elapsedTime }, 'request completed');
+  // A callback hook, not an async one: no promise per request for what is synchronous work.
+  app.addHook('onResponse', (req, reply, done) => {
+    const ms = reply.elapsedTime;
+    if (deps.log.isLevelEnabled('debug')) {
+      req.log.debug({ url: req.url, statusCode: reply.statusCode, ms }, 'request completed');
+    }
     deps.metrics.requestDuration.observe(
       { method: req.method, route: req.routeOptions.url ?? 'unknown', status_code: String(reply.statusCode) },
-      reply.elapsedTime / 1000,
+      ms / 1000,
     );
+    done();
   });
 
   await app.register(swagger, {

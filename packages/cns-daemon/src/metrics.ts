@@ -2,7 +2,8 @@
  * Prometheus metrics, all prefixed `ferry_`. One Registry per app, so tests can build several apps in
  * one process. State gauges are computed at scrape time from the store, never kept in memory.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectProcessMetrics } from './process-metrics';
 
 export interface MetricSources {
   interfaceCounts(): { network: string; nicType: string; n: number }[];
@@ -23,7 +24,7 @@ export class Metrics {
 
   constructor(sources: MetricSources, opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'ferry_' });
+    if (opts.defaultMetrics) collectProcessMetrics(this.registry, 'ferry_');
     this.requestDuration = new Histogram({
       name: 'ferry_http_request_duration_seconds',
       help: 'ferryd API request duration',

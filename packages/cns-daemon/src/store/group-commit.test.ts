@@ -78,3 +78,20 @@ test('when SQLite ends the transaction under a step, the whole group fails with 
   await expect(group.run(() => insert.run(4).changes)).resolves.toBe(1);
   expect(rows(db)).toEqual([4]);
 });
+
+test('a write alone in its turn is its own transaction: committed when it returns, undone whole when it throws', async (t) => {
+  const db = useDb(t);
+  const group = new GroupCommit(db);
+  const insert = db.prepare('INSERT INTO t (x, parent) VALUES (?, ?)');
+  await expect(group.run(() => insert.run(1, null).changes)).resolves.toBe(1);
+  await expect(
+    group.run(() => {
+      insert.run(2, null);
+      throw new Error('failed after writing');
+    }),
+  ).rejects.toThrow('failed after writing');
+  // A deferred foreign key fails the COMMIT of a lone write as it does a group's.
+  await expect(group.run(() => insert.run(3, 42))).rejects.toThrow(/FOREIGN KEY/);
+  expect(rows(db)).toEqual([1]);
+  expect(db.inTransaction).toBe(false);
+});

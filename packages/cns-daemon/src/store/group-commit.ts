@@ -37,6 +37,12 @@ export class GroupCommit {
   #flush(): void {
     const jobs = this.#jobs;
     this.#jobs = [];
+    const [only] = jobs;
+    if (jobs.length === 1 && only) {
+      // Alone (as requests one at a time are), the job's own transaction is the group's: no savepoint.
+      settle(only, this.#attempt(only.fn));
+      return;
+    }
     let settled: (readonly [Job, Outcome])[];
     try {
       // The outer call opens the transaction; each inner call is a savepoint.
@@ -54,10 +60,7 @@ export class GroupCommit {
       for (const job of jobs) job.reject(err);
       return;
     }
-    for (const [job, o] of settled) {
-      if (o.ok) job.resolve(o.value);
-      else job.reject(o.err);
-    }
+    for (const [job, o] of settled) settle(job, o);
   }
 
   #attempt(fn: () => unknown): Outcome {
@@ -67,4 +70,9 @@ export class GroupCommit {
       return { ok: false, err };
     }
   }
+}
+
+function settle(job: Job, o: Outcome): void {
+  if (o.ok) job.resolve(o.value);
+  else job.reject(o.err);
 }

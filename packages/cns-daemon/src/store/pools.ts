@@ -7,7 +7,7 @@ import { type AddressRow, AddressRowSchema, type PoolRow, PoolRowSchema, parseRo
 const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
 const CountSchema = z.object({ n: z.number() });
 const CursorSchema = z.nullable(z.string());
-const FamilyAddressRowSchema = AddressRowSchema.extend({ family: FamilySchema });
+export const FamilyAddressRowSchema = AddressRowSchema.extend({ family: FamilySchema });
 const AddressListRowSchema = AddressRowSchema.extend({
   network: z.string(),
   family: FamilySchema,

@@ -1,16 +1,18 @@
 /**
  * Row schemas: rows come back from a file another process (or an older ferryd) may have written, so
- * they are parsed like any other input before they become domain types. Classic zod, not zod/mini:
- * its objects compile a parser on first use, which parses a row 2–3× faster, and every ADD and DEL
- * reads several rows (the shim, where start-up matters more, keeps zod/mini).
+ * they are parsed like any other input before they become domain types. A row that fits is accepted by
+ * a hand check derived from its schema (row-check.ts); zod parses the rest and words what is wrong.
+ * Classic zod, not zod/mini: its objects compile a parser on first use, 2–3× faster at parsing a row.
  */
 
 import { FamilySchema } from '@ferry/shared-types/api/common';
 import { InterfaceStateSchema } from '@ferry/shared-types/api/endpoints';
 import { AddressStateSchema } from '@ferry/shared-types/api/operator';
+import type { Check } from '@ferry/shared-types/hand-check';
 import { SupportedNicTypeSchema } from '@ferry/shared-types/nic';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import * as z from 'zod';
+import { rowCheckOf } from './row-check';
 
 const Int = z.int();
 const OptText = z.nullable(z.string());
@@ -84,8 +86,18 @@ export const PoolRowSchema = z.object({
 });
 export type PoolRow = z.infer<typeof PoolRowSchema>;
 
+/** Each schema's hand check (row-check.ts), derived on first use; null where it has none. */
+const checks = new WeakMap<z.core.$ZodType, Check | null>();
+
 /** Parses one row; a row that does not fit is a corrupt store and is reported as such. */
 export function parseRow<T>(schema: z.core.$ZodType<T>, row: unknown, table: string): T {
+  let check = checks.get(schema);
+  if (check === undefined) {
+    check = rowCheckOf(schema) ?? null;
+    checks.set(schema, check);
+  }
+  // What the hand check accepts, zod returns as it is.
+  if (check?.(row)) return row as T;
   const r = z.safeParse(schema, row);
   if (r.success) return r.data;
   throw new Error(`corrupt ${table} row ${JSON.stringify(row)}: ${describeFirstIssue(r.error)}`);

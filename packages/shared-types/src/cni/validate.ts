@@ -19,10 +19,16 @@ export function containerIdProblem(id: string): string | undefined {
   return undefined;
 }
 
+/** Bytes of `s` in UTF-8; ASCII (every usual name) without encoding it, as ferryd checks several per request. */
+function utf8Length(s: string): number {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return new TextEncoder().encode(s).length;
+  return s.length;
+}
+
 /** Returns why `name` is not a valid interface name (pkg/utils ValidateInterfaceName), or undefined. */
 export function ifNameProblem(name: string): string | undefined {
   if (name === '') return 'is empty';
-  if (new TextEncoder().encode(name).length > MAX_IFNAME_BYTES) return `is longer than ${MAX_IFNAME_BYTES} bytes`;
+  if (utf8Length(name) > MAX_IFNAME_BYTES) return `is longer than ${MAX_IFNAME_BYTES} bytes`;
   if (name === '.' || name === '..') return `cannot be "${name}"`;
   if (/[/:\s]/u.test(name)) return 'cannot contain "/", ":" or whitespace';
   return undefined;
