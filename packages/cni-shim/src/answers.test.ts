@@ -1,7 +1,7 @@
 import { AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/endpoints';
+import { holdToSchema } from '@ferry/shared-types/testing/oracle';
 import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
-import { holdToSchema } from './testing/oracle';
 
 const v4 = { family: 4, address: '10.244.0.5/32', gateway: '169.254.1.1' };
 const v6 = { family: 6, address: 'fd00:10:244::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' };

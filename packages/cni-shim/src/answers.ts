@@ -7,19 +7,24 @@
  */
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
-import { containerIdProblem, ifNameProblem, networkNameProblem } from '@ferry/shared-types/cni/validate';
-import { arrayOf, type Check, isInt, isPositiveInt, isString, maxLength, oneOf, strictObject } from './hand-check';
-
-const isIfName: Check = (v) => typeof v === 'string' && ifNameProblem(v) === undefined;
-const isNetworkName: Check = (v) => typeof v === 'string' && networkNameProblem(v) === undefined;
-const isContainerId: Check = (v) => typeof v === 'string' && containerIdProblem(v) === undefined;
+import {
+  arrayOf,
+  type Check,
+  isContainerId,
+  isIfName,
+  isInt,
+  isMac,
+  isNetworkName,
+  isPositiveInt,
+  isString,
+  maxLength,
+  oneOf,
+  strictObject,
+} from '@ferry/shared-types/hand-check';
 
 /** zod's own ipv4 and cidrv4 patterns. */
 const IPV4 =
   /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])$/;
-/** Lower case only (zod also takes all upper case). */
-const MAC = /^(?:[0-9a-f]{2}:){5}[0-9a-f]{2}$/;
-const isMac: Check = (v) => typeof v === 'string' && MAC.test(v);
 
 /** Hexadecimal groups with at most one "::", lower case, no embedded IPv4. */
 function isIpv6(s: string): boolean {

@@ -1,10 +1,10 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { resultSchemaFor } from '@ferry/shared-types/cni/result';
+import { holdToSchema } from '@ferry/shared-types/testing/oracle';
 import { expect, test } from 'vitest';
 import type { ShimConf } from './config';
 import { isAnyResult, prevResultOf, toResult } from './result';
-import { holdToSchema } from './testing/oracle';
 
 const alloc: Allocation = {
   network: 'ferry',

@@ -8,9 +8,9 @@ import type { BuiltNic } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
+import { arrayOf, isNumber, isString, looseObject } from '@ferry/shared-types/hand-check';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';
-import { arrayOf, isNumber, isString, looseObject } from './hand-check';
 import type { BuiltInfraNic } from './nic/infra';
 
 /** One NIC of the plan and what the shim built for it. */
