@@ -14,6 +14,7 @@ import { useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { pendingFiles, queueEntryName } from '../fixtures/queue';
 import { runShim } from '../fixtures/shim';
+import { waitFor } from '../fixtures/wait';
 
 interface StateRecord {
   ifName: string;
@@ -116,10 +117,14 @@ describe('commit journal', () => {
     const [rec] = await recordsOf(ferryd, call.containerId);
     expect(rec?.state).toBe('allocated');
     expect(pendingFiles(journal)).toEqual([]);
-    const discarded = ferryd
-      .log()
-      .split('\n')
-      .filter((l) => l.includes('commit journal entry discarded'));
+    // ferryd's log lines reach the file asynchronously (pino): wait for the line, then look at it.
+    const discardedLines = () =>
+      ferryd
+        .log()
+        .split('\n')
+        .filter((l) => l.includes('commit journal entry discarded'));
+    await waitFor('the discard logged', async () => discardedLines().length > 0);
+    const discarded = discardedLines();
     expect(discarded).toHaveLength(1);
     expect(discarded[0]).toMatch(/generation \d+ is stale/);
     expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);

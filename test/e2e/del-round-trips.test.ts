@@ -16,6 +16,7 @@ import type { TestNetns } from '../fixtures/netns';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { runShim, type ShimCall, type ShimRun } from '../fixtures/shim';
+import { waitFor } from '../fixtures/wait';
 
 interface Del {
   run: ShimRun;
@@ -67,7 +68,10 @@ describe('the usual DEL (an InfraNIC alone) is one request', () => {
     expect(await linkNames(node)).toEqual(['lo']);
     expect(await linkNames(pod)).toEqual(['lo']);
     expect((await ferryd.request('GET', `/v1/endpoints/${call.containerId}`)).status).toBe(404);
-    expect(ferryd.log()).toContain(`"containerId":"${call.containerId}"`);
+    // ferryd's log lines reach the file asynchronously (pino).
+    await waitFor('ferryd to log the release', async () =>
+      ferryd.log().includes(`"containerId":"${call.containerId}"`),
+    );
   });
 
   test('with the netns gone (CNI_NETNS vanished or empty), and with no ADD at all, still one request', async (t) => {
@@ -136,7 +140,7 @@ describe('a DEL that needs the record is two requests, the teardown between them
       releaseIfOnly(call.containerId),
       `DELETE /v1/endpoints/${call.containerId}?network=ferry&ifName=eth0`,
     ]);
-    expect(ferryd.log()).toContain('"msg":"kept for teardown"');
+    await waitFor('ferryd to log the kept attachment', async () => ferryd.log().includes('"msg":"kept for teardown"'));
     expect(await linkNames(node)).toEqual(['lo']);
     expect(await linkNames(pod)).toEqual(['lo']);
     expect(await ferryd.assignedAddresses()).toEqual([]);
