@@ -15,8 +15,9 @@ import { fmt, median, printTable } from './lib/stats';
 const RUNS = Number(process.env.RUNS ?? 60);
 const MARKS = [
   ['config parsed', 'start-up, stdin, env, config check'],
-  ['ferryd answered', 'allocate round trip'],
-  ['veth pair created', 'host side over rtnetlink (veth pair born in the pod)'],
+  ['veth pair created while ferryd allocates', 'the pair over rtnetlink (peer born in the pod), request in flight'],
+  ['ferryd answered', 'the rest of the allocate round trip'],
+  ['veth pair created', 'the rest of the host side (address, up, routes)'],
   ['node sysctls set', 'proxy_arp and forwarding sysctls'],
   ['pod side configured', 'pod side over rtnetlink (socket made in the pod netns)'],
   ['committed', 'commit-journal entry written (or, without the journal, the commit round trip)'],
