@@ -21,6 +21,7 @@ export class Metrics {
   readonly allocations: Counter<'network'>;
   readonly releases: Counter<'network'>;
   readonly storageErrors: Counter<'operation' | 'cause'>;
+  readonly journalEntries: Counter<'outcome'>;
 
   constructor(sources: MetricSources, opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -54,6 +55,12 @@ export class Metrics {
       name: 'ferry_storage_errors_total',
       help: 'Writes that failed because the disk is full, read-only or failing, by operation and cause (full, read-only, io)',
       labelNames: ['operation', 'cause'],
+      registers,
+    });
+    this.journalEntries = new Counter({
+      name: 'ferry_commit_journal_entries_total',
+      help: 'Commit-journal entries ferryd took, by outcome: promoted to a commit, or discarded (a stale generation, a released attachment, an unreadable file: each logged); a rising discarded count means ADDs that succeeded without their record',
+      labelNames: ['outcome'],
       registers,
     });
     new Gauge({

@@ -75,6 +75,10 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     log,
     // After the transaction: the pass shows freed devices home now rather than at the next period.
     onDevicesReleased: () => setImmediate(() => reconciler.runSoon()),
+    onJournalSettled: ({ promoted, discarded }) => {
+      metrics.journalEntries.inc({ outcome: 'promoted' }, promoted);
+      metrics.journalEntries.inc({ outcome: 'discarded' }, discarded);
+    },
   });
   const ip = new Ip(nodeRunner);
   const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });

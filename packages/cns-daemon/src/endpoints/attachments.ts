@@ -39,6 +39,8 @@ export interface AttachmentsDeps {
    * delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
    */
   onDevicesReleased?: () => void;
+  /** Told how many journal entries each settle promoted and discarded (the metric counts them). */
+  onJournalSettled?: (outcome: { promoted: number; discarded: number }) => void;
 }
 
 interface WantedDevice {
@@ -151,7 +153,9 @@ export class Attachments {
       discarded++;
       log?.warn({ entry: f.name, reason: problem }, 'commit journal entry discarded');
     }
-    return { promoted: files.length - discarded, discarded };
+    const outcome = { promoted: files.length - discarded, discarded };
+    this.#d.onJournalSettled?.(outcome);
+    return outcome;
   }
 
   /** Records what the shim built. The generation guards against a commit for an older allocation. */

@@ -50,6 +50,8 @@ test('ferryd creates the journal; an entry is a commit once anything reads the a
   // The shim's time, not the promotion's: a DEL queued in between still applies.
   expect(rec?.updatedAt).toBe(new Date(writtenAt).toISOString());
   expect(readdirSync(journalOf(h))).toEqual([]);
+  const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body;
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="promoted"} 1');
 });
 
 test('a repeated allocation of a journaled attachment is refused (105), and the promotion stays', async (t) => {
@@ -106,6 +108,9 @@ test('entries that cannot be commits are discarded: stale generation, released, 
   expect((await endpoint(h, 'c1')).interfaces[0]?.state).toBe('allocated');
   // A temp file is a shim's write in progress, unless it is old enough to be abandoned.
   expect(readdirSync(journalOf(h))).toEqual(['.tmp-young']);
+  const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body;
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="discarded"} 4');
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="promoted"} 0');
 });
 
 test('settling inside a transaction is refused: the files would go before the commit is durable', async (t) => {
