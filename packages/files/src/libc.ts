@@ -1,0 +1,107 @@
+/// <reference types="bun-types" />
+/**
+ * glibc through bun:ffi: the one binding of the shipped ferry-cni binary (Bun only; Node never loads
+ * it). Every system call the shim makes goes through here rather than node:fs or fetch: loading Bun's
+ * node:fs costs each exec ~5 MiB of resident memory and ~1 ms of CPU, fetch another ~2 MiB
+ * (bench/README.md), and libc is opened anyway for netlink. Opened on first use (~0.3 ms).
+ */
+import { dlopen, FFIType as T, read } from 'bun:ffi';
+
+function openLibc() {
+  return dlopen('libc.so.6', {
+    open: { args: [T.cstring, T.i32, T.u32], returns: T.i32 },
+    close: { args: [T.i32], returns: T.i32 },
+    read: { args: [T.i32, T.ptr, T.u64], returns: T.i64_fast },
+    write: { args: [T.i32, T.ptr, T.u64], returns: T.i64_fast },
+    fsync: { args: [T.i32], returns: T.i32 },
+    rename: { args: [T.cstring, T.cstring], returns: T.i32 },
+    unlink: { args: [T.cstring], returns: T.i32 },
+    mkdir: { args: [T.cstring, T.u32], returns: T.i32 },
+    statx: { args: [T.i32, T.cstring, T.i32, T.u32, T.ptr], returns: T.i32 },
+    opendir: { args: [T.cstring], returns: T.ptr },
+    readdir64: { args: [T.ptr], returns: T.ptr },
+    closedir: { args: [T.ptr], returns: T.i32 },
+    flock: { args: [T.i32, T.i32], returns: T.i32 },
+    socket: { args: [T.i32, T.i32, T.i32], returns: T.i32 },
+    connect: { args: [T.i32, T.ptr, T.u32], returns: T.i32 },
+    send: { args: [T.i32, T.ptr, T.u64, T.i32], returns: T.i64_fast },
+    recv: { args: [T.i32, T.ptr, T.u64, T.i32], returns: T.i64_fast },
+    poll: { args: [T.ptr, T.u64, T.i32], returns: T.i32 },
+    getsockopt: { args: [T.i32, T.i32, T.i32, T.ptr, T.ptr], returns: T.i32 },
+    setsockopt: { args: [T.i32, T.i32, T.i32, T.ptr, T.u32], returns: T.i32 },
+    setns: { args: [T.i32, T.i32], returns: T.i32 },
+    strerror: { args: [T.i32], returns: T.cstring },
+    __errno_location: { args: [], returns: T.ptr },
+  }).symbols;
+}
+
+let symbols: ReturnType<typeof openLibc> | undefined;
+
+/** The libc functions, opened on first call. */
+export function libc(): ReturnType<typeof openLibc> {
+  symbols ??= openLibc();
+  return symbols;
+}
+
+/** errno of the last failed call (read at once: the next libc call may change it). */
+export function errno(): number {
+  const p = libc().__errno_location();
+  return p ? read.i32(p, 0) : 0;
+}
+
+/** The names Node gives errno values (uv's), for the codes callers test; others read `E<number>`. */
+const NAMES: Record<number, string> = {
+  1: 'EPERM',
+  2: 'ENOENT',
+  4: 'EINTR',
+  5: 'EIO',
+  9: 'EBADF',
+  11: 'EAGAIN',
+  12: 'ENOMEM',
+  13: 'EACCES',
+  16: 'EBUSY',
+  17: 'EEXIST',
+  20: 'ENOTDIR',
+  21: 'EISDIR',
+  22: 'EINVAL',
+  23: 'ENFILE',
+  24: 'EMFILE',
+  27: 'EFBIG',
+  28: 'ENOSPC',
+  30: 'EROFS',
+  32: 'EPIPE',
+  36: 'ENAMETOOLONG',
+  39: 'ENOTEMPTY',
+  40: 'ELOOP',
+  104: 'ECONNRESET',
+  110: 'ETIMEDOUT',
+  111: 'ECONNREFUSED',
+  115: 'EINPROGRESS',
+  122: 'EDQUOT',
+};
+
+export const errnoName = (n: number): string => NAMES[n] ?? `E${n}`;
+
+/** An error shaped as Node's (code, errno, syscall, path), so callers handle both runtimes alike. */
+export interface ErrnoError extends Error {
+  code: string;
+  errno: number;
+  syscall: string;
+  path?: string;
+}
+
+/** The error of the call that just failed: `ENOENT: no such file or directory, open '/x'`, as Node says it. */
+export function errnoError(syscall: string, path?: string, n = errno()): ErrnoError {
+  const code = errnoName(n);
+  const where = path === undefined ? syscall : `${syscall} '${path}'`;
+  const err = new Error(`${code}: ${String(libc().strerror(n)).toLowerCase()}, ${where}`) as ErrnoError;
+  err.code = code;
+  // Node's errno is negative (uv's convention).
+  err.errno = -n;
+  err.syscall = syscall;
+  if (path !== undefined) err.path = path;
+  return err;
+}
+
+/** A path as the NUL-terminated bytes libc takes. */
+export const cstr = (s: string): Buffer => Buffer.from(`${s}\0`);
