@@ -5,7 +5,7 @@
  * node:fs costs each exec ~5 MiB of resident memory and ~1 ms of CPU, fetch another ~2 MiB
  * (bench/README.md), and libc is opened anyway for netlink. Opened on first use (~0.3 ms).
  */
-import { dlopen, FFIType as T, read } from 'bun:ffi';
+import { dlopen, read, FFIType as T } from 'bun:ffi';
 
 function openLibc() {
   return dlopen('libc.so.6', {
