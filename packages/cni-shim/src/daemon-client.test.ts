@@ -4,6 +4,8 @@ import { DaemonClient, isDaemonDown, isNotListening } from './daemon-client';
 import { openLog } from './log';
 import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
 
+const silent = openLog('/dev/null', 'silent');
+
 // A fake runtime answers from a table: the client's own logic (error mapping, schema checks) is what
 // these test; the real HTTP paths run in the e2e suite.
 function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
@@ -11,18 +13,15 @@ function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClie
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
     sha256Hex: () => '',
-    request: async (o) => {
-      const a = answer(o);
-      if (a instanceof Error) throw a;
-      return a;
-    },
+    request: (o) => ({
+      answer: async () => {
+        const a = answer(o);
+        if (a instanceof Error) throw a;
+        return a;
+      },
+    }),
   };
-  return new DaemonClient(
-    rt,
-    '/run/ferry/ferryd.sock',
-    { connectMs: 100, requestMs: 100 },
-    openLog('/dev/null', 'silent'),
-  );
+  return new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
@@ -40,6 +39,7 @@ test.for([
 ] as const)('unreachable because %s: isNotListening is %s', async ([reason, expected]) => {
   const err = await client(() => new UnreachableError(`unreachable: ${reason}`, reason))
     .getEndpoint('abc')
+    .answer()
     .catch((e: unknown) => e);
   expect(isDaemonDown(err)).toBe(true);
   expect(isNotListening(err)).toBe(expected);
@@ -48,6 +48,7 @@ test.for([
 test('ferryd answering code 11 itself is down but listening', async () => {
   const err = await client(() => ({ status: 503, body: JSON.stringify({ code: 11, msg: 'ferryd is starting' }) }))
     .getEndpoint('abc')
+    .answer()
     .catch((e: unknown) => e);
   expect(isDaemonDown(err)).toBe(true);
   expect(isNotListening(err)).toBe(false);
@@ -77,7 +78,7 @@ test('getEndpoint maps EndpointNotFound to undefined', async () => {
     status: 404,
     body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'endpoint x: not found' }),
   }));
-  expect(await c.getEndpoint('x')).toBeUndefined();
+  expect(await c.getEndpoint('x').answer()).toBeUndefined();
 });
 
 test('waitReady asks again until its budget is spent, then gives up with code 11', async () => {
@@ -107,4 +108,31 @@ test('releaseIfOnly names the deleted host veth, returns what is left to tear do
     code: Code.DaemonProtocol,
     message: expect.stringContaining('released'),
   });
+});
+
+test('getEndpoint sends at once and waits for the answer only when asked, however long the caller works', async () => {
+  const events: string[] = [];
+  const rt: Runtime = {
+    run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
+    lockShared: async () => () => undefined,
+    sha256Hex: () => '',
+    request: (o) => {
+      events.push(`sent ${o.method} ${o.path}`);
+      return {
+        answer: async () => {
+          events.push('answer read');
+          return { status: 404, body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'none' }) };
+        },
+      };
+    },
+  };
+  const c = new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
+  const asked = c.getEndpoint('abc');
+  expect(events).toEqual(['sent GET /v1/endpoints/abc']);
+  // Promise chains and timers run while the caller works: none of them reads the answer.
+  await new Promise((r) => setTimeout(r, 5));
+  expect(events).toEqual(['sent GET /v1/endpoints/abc']);
+  expect(await asked.answer()).toBeUndefined();
+  expect(await asked.answer()).toBeUndefined();
+  expect(events).toEqual(['sent GET /v1/endpoints/abc', 'answer read']);
 });

@@ -5,7 +5,8 @@
  * with the daemon's code; anything else is DaemonProtocol. Response schemas are imported when a call
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
  * answers of commit and of the unconditional release are not used, so they are not parsed either
- * (ferryd's own tests check every answer against its schema).
+ * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
+ * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
  */
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
@@ -16,7 +17,14 @@ import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import type { Logger } from './log';
-import { type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
+import {
+  type HttpResponse,
+  type InFlight,
+  type RequestOptions,
+  type Runtime,
+  thenAnswer,
+  UnreachableError,
+} from './runtime/runtime';
 
 /** ferryd down, starting or draining: code 11, whether the transport or ferryd itself said so. */
 export const isDaemonDown = (err: unknown): err is CniError =>
@@ -49,7 +57,7 @@ export class DaemonClient {
     this.#log = log;
   }
 
-  allocate(req: AllocateRequest): Promise<Allocation> {
+  allocate(req: AllocateRequest): InFlight<Allocation> {
     return this.#call(
       'POST',
       '/v1/allocations',
@@ -61,31 +69,28 @@ export class DaemonClient {
   }
 
   async commit(containerId: string, req: CommitRequest): Promise<void> {
-    await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req);
+    await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req).answer();
   }
 
   /** The container's endpoint, or undefined when ferryd holds none. `deadlineMs` caps this one call. */
-  async getEndpoint(containerId: string, deadlineMs?: number): Promise<Endpoint | undefined> {
-    try {
-      return await this.#call(
-        'GET',
-        `/v1/endpoints/${encodeURIComponent(containerId)}`,
-        endpointSchema,
-        undefined,
-        deadlineMs,
-        acceptEndpoint,
-      );
-    } catch (err) {
-      if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
-      throw err;
-    }
+  getEndpoint(containerId: string, deadlineMs?: number): InFlight<Endpoint | undefined> {
+    const path = `/v1/endpoints/${encodeURIComponent(containerId)}`;
+    const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, acceptEndpoint);
+    return thenAnswer(asked, async (answer) => {
+      try {
+        return await answer;
+      } catch (err) {
+        if (err instanceof CniError && err.code === Code.EndpointNotFound) return undefined;
+        throw err;
+      }
+    });
   }
 
   /** Releases the attachment; with `generation`, only that generation of it. */
   async release(containerId: string, network: string, ifName: string, generation?: number): Promise<void> {
     const g = generation === undefined ? '' : `&generation=${generation}`;
     const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}${g}`;
-    await this.#exchange('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`);
+    await this.#exchange('DELETE', `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`).answer();
   }
 
   /**
@@ -108,11 +113,16 @@ export class DaemonClient {
       undefined,
       deadlineMs,
       acceptReleaseResult,
-    );
+    ).answer();
   }
 
   gc(req: GcRequest): Promise<GcResult> {
-    return this.#call('POST', '/v1/gc', async () => (await import('@ferry/shared-types/api/gc')).GcResultSchema, req);
+    return this.#call(
+      'POST',
+      '/v1/gc',
+      async () => (await import('@ferry/shared-types/api/gc')).GcResultSchema,
+      req,
+    ).answer();
   }
 
   status(network: string): Promise<Status> {
@@ -120,7 +130,7 @@ export class DaemonClient {
       'GET',
       `/v1/status?network=${encodeURIComponent(network)}`,
       async () => (await import('@ferry/shared-types/api/status')).StatusSchema,
-    );
+    ).answer();
   }
 
   /** One look at /readyz: true when ferryd answers ready within `deadlineMs`. */
@@ -144,7 +154,7 @@ export class DaemonClient {
   /** undefined when ferryd is ready, otherwise why not. */
   async #readiness(deadlineMs: number): Promise<string | undefined> {
     try {
-      const r = await this.#send('GET', '/readyz', undefined, deadlineMs);
+      const r = await this.#send('GET', '/readyz', undefined, deadlineMs).answer();
       const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
       const body = ReadinessSchema.safeParse(safeJson(r.body));
       if (r.status === 200 && body.success && body.data.ready) return undefined;
@@ -155,59 +165,67 @@ export class DaemonClient {
   }
 
   /** A call whose answer is used: taken by `accept` (answers.ts) when it can, else parsed with `schema`. */
-  async #call<T>(
+  #call<T>(
     method: RequestOptions['method'],
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
     deadlineMs?: number,
     accept?: (doc: unknown) => T | undefined,
-  ): Promise<T> {
-    const doc = await this.#exchange(method, path, body, deadlineMs);
-    const accepted = accept?.(doc);
-    if (accepted !== undefined) return accepted;
-    const parsed = (await schema()).safeParse(doc);
-    if (parsed.success) return parsed.data;
-    throw new CniError(
-      Code.DaemonProtocol,
-      `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(parsed.error)}`,
-    );
+  ): InFlight<T> {
+    return thenAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
+      const doc = await answer;
+      const accepted = accept?.(doc);
+      if (accepted !== undefined) return accepted;
+      const parsed = (await schema()).safeParse(doc);
+      if (parsed.success) return parsed.data;
+      throw new CniError(
+        Code.DaemonProtocol,
+        `ferryd ${method} ${path}: unexpected answer: ${describeFirstIssue(parsed.error)}`,
+      );
+    });
   }
 
-  /** Sends one request; returns the decoded body of a 2xx answer, throws the CniError of any other. */
-  async #exchange(
-    method: RequestOptions['method'],
-    path: string,
-    body?: unknown,
-    deadlineMs?: number,
-  ): Promise<unknown> {
+  /** Sends one request; its answer is the decoded body of a 2xx answer, or throws the CniError of any other. */
+  #exchange(method: RequestOptions['method'], path: string, body?: unknown, deadlineMs?: number): InFlight<unknown> {
     const started = Date.now();
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
-    const r = await this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
-    this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
-    const doc = safeJson(r.body);
-    if (r.status >= 200 && r.status < 300) return doc;
-    const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
-    const err = CniErrorSchema.safeParse(doc);
-    if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
-    throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+    const sent = this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
+    return thenAnswer(sent, async (answer) => {
+      const r = await answer;
+      this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
+      const doc = safeJson(r.body);
+      if (r.status >= 200 && r.status < 300) return doc;
+      const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
+      const err = CniErrorSchema.safeParse(doc);
+      if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
+      throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+    });
   }
 
-  async #send(method: RequestOptions['method'], path: string, body: string | undefined, deadlineMs: number) {
-    try {
-      return await this.#rt.request({
-        socket: this.socket,
-        method,
-        path,
-        ...(body !== undefined ? { body } : {}),
-        connectMs: this.#t.connectMs,
-        deadlineMs,
-      });
-    } catch (err) {
-      if (err instanceof UnreachableError) throw new CniError(Code.TryAgainLater, err.message, '', { cause: err });
-      throw err;
-    }
+  #send(
+    method: RequestOptions['method'],
+    path: string,
+    body: string | undefined,
+    deadlineMs: number,
+  ): InFlight<HttpResponse> {
+    const sent = this.#rt.request({
+      socket: this.socket,
+      method,
+      path,
+      ...(body !== undefined ? { body } : {}),
+      connectMs: this.#t.connectMs,
+      deadlineMs,
+    });
+    return thenAnswer(sent, async (answer) => {
+      try {
+        return await answer;
+      } catch (err) {
+        if (err instanceof UnreachableError) throw new CniError(Code.TryAgainLater, err.message, '', { cause: err });
+        throw err;
+      }
+    });
   }
 }
 

@@ -69,12 +69,12 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
   const undo = new Rollback();
   try {
     const req = attachmentOf(args, conf);
+    // Sent now, answered below: the pair is made while ferryd allocates.
     const allocating = d.daemon.allocate(req);
-    allocating.catch(() => undefined); // awaited below; this only keeps a rejection from counting as unhandled
     let early = await pairWhileAllocating(args, conf, undo, d);
     let alloc: Allocation;
     try {
-      alloc = await allocating;
+      alloc = await allocating.answer();
     } catch (err) {
       if (!isDaemonDown(err)) throw err;
       // ferryd is down, starting or frozen: no pair stays in the pod while ADD waits for it (a pod is never
@@ -85,7 +85,7 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<An
       early = undefined;
       d.log.info({ err }, 'ferryd not ready; waiting');
       await d.daemon.waitReady(d.addWaitMs);
-      alloc = await d.daemon.allocate(req);
+      alloc = await d.daemon.allocate(req).answer();
     }
     undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName, alloc.generation));
     // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).

@@ -27,15 +27,14 @@ import { interfacesOf } from './attachment';
 export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
   if (!conf.prevResult) throw new CniError(Code.InvalidConfig, 'invalid network config: CHECK needs prevResult');
   const prev = await prevResultOf(conf);
-  // ferryd answers on Bun's HTTP thread while this one reads the pod over netlink (read-only either way).
+  // Sent now, answered below: ferryd looks the record up while this process reads the pod and the node.
   const endpoint = d.daemon.getEndpoint(args.containerId);
-  endpoint.catch(() => undefined); // awaited below; this only keeps the rejection from counting as unhandled
   const pod = await inspectPod(args.netns, d);
   // The host veth of the usual record is named after the attachment: read while ferryd answers.
   const host = await readHostVeth(hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName), d).catch(
     () => undefined,
   );
-  const mine = interfacesOf(await endpoint, conf.name, args.ifName);
+  const mine = interfacesOf(await endpoint.answer(), conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
       Code.CheckFailed,

@@ -25,9 +25,9 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
     sha256Hex: (text) => createHash('sha256').update(text).digest('hex'),
-    request: async (o) => {
+    request: (o) => {
       asked.push(`${o.method} ${o.path}`);
-      return answer(o);
+      return { answer: async () => answer(o) };
     },
   };
   const log = openLog('/dev/null', 'silent');

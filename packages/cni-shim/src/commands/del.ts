@@ -81,7 +81,7 @@ async function releaseOrRecord(
 ): Promise<ReleaseResult> {
   const { containerId, ifName } = args;
   if (hostVethDeleted === undefined) {
-    const ep = await askWithin(deadline, d, (ms) => d.daemon.getEndpoint(containerId, ms));
+    const ep = await askWithin(deadline, d, (ms) => d.daemon.getEndpoint(containerId, ms).answer());
     return { released: [], toTearDown: interfacesOf(ep, conf.name, ifName) };
   }
   try {

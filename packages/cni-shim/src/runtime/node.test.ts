@@ -13,7 +13,10 @@ function useDir(): string {
 }
 
 const ask = (socket: string, deadlineMs = 2000) =>
-  nodeRuntime.request({ socket, method: 'GET', path: '/readyz', connectMs: 1000, deadlineMs }).catch((e: unknown) => e);
+  nodeRuntime
+    .request({ socket, method: 'GET', path: '/readyz', connectMs: 1000, deadlineMs })
+    .answer()
+    .catch((e: unknown) => e);
 
 test('no socket file: unreachable because absent', async () => {
   const err = await ask(join(useDir(), 'ferryd.sock'));

@@ -9,6 +9,7 @@ import { tryLock } from '@ferry/files/flock';
 import { nodeRunner } from '@ferry/net/node-runner';
 import {
   type HttpResponse,
+  type InFlight,
   pollLock,
   type RequestOptions,
   type Runtime,
@@ -18,7 +19,14 @@ import {
   type UnreachableReason,
 } from './runtime';
 
-function request(o: RequestOptions): Promise<HttpResponse> {
+function request(o: RequestOptions): InFlight<HttpResponse> {
+  const answer = exchange(o);
+  // Asked for later (ADD and CHECK work meanwhile): a failure before that is not an unhandled rejection.
+  answer.catch(() => undefined);
+  return { answer: () => answer };
+}
+
+function exchange(o: RequestOptions): Promise<HttpResponse> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const fail = (why: string, reason: UnreachableReason, cause?: unknown) => {

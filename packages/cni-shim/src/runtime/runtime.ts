@@ -12,6 +12,22 @@ export interface HttpResponse {
 }
 
 /**
+ * A request on its way: sent when it was made, its answer waited for only when asked for. ADD and CHECK
+ * work while ferryd answers; the Bun binary's client reads the answer synchronously, so the wait must
+ * happen where the caller asks, not whenever a promise chain happens to run. Asking again gives the
+ * same answer.
+ */
+export interface InFlight<T> {
+  answer(): Promise<T>;
+}
+
+/** `sent`'s answer passed through `then`, still waited for only when asked for. */
+export function thenAnswer<A, B>(sent: InFlight<A>, then: (answer: Promise<A>) => Promise<B>): InFlight<B> {
+  let answer: Promise<B> | undefined;
+  return { answer: () => (answer ??= then(sent.answer())) };
+}
+
+/**
  * Why ferryd could not be reached. `absent` (no socket file) and `refused` (a socket file nobody accepts
  * on, as a killed ferryd leaves behind) mean no ferryd is running: no wait can help. `timeout` means
  * something accepted or kept the connection but did not answer in time (frozen, overloaded).
@@ -55,8 +71,11 @@ export interface Runtime {
   run: Runner;
   /** Link changes without iproute2, where the runtime can make netlink calls (the Bun binary). */
   links?: LinkApplier;
-  /** One HTTP request over a unix socket. Throws UnreachableError when ferryd cannot be reached. */
-  request(opts: RequestOptions): Promise<HttpResponse>;
+  /**
+   * Sends one HTTP request over a unix socket now. Never throws: its answer throws UnreachableError when
+   * ferryd cannot be reached (the send's own failures, such as no socket, included).
+   */
+  request(opts: RequestOptions): InFlight<HttpResponse>;
   /**
    * A shared flock(2) on `path` (created if missing), waiting at most `timeoutMs`; undefined when it
    * could not be had in time. The kernel drops it if the process dies.

@@ -1,0 +1,168 @@
+/// <reference types="bun-types" />
+/**
+ * One HTTP/1.1 request to ferryd over its unix socket, made of libc calls (the Bun binary's fetch costs
+ * every exec ~2 MiB and ~0.4 ms of CPU: packages/files/src/libc.ts). The request is written when it is
+ * made; the answer is read, blocking this thread, only when asked for, so the caller works while ferryd
+ * does (ADD's veth pair, CHECK's reads of the pod).
+ */
+import { errno, errnoError, libc } from '@ferry/files/libc';
+import { encodeRequest, HttpProtocolError, parseResponse } from './http1';
+import {
+  type HttpResponse,
+  type InFlight,
+  type RequestOptions,
+  reasonOfCode,
+  UnreachableError,
+  type UnreachableReason,
+} from './runtime';
+
+const AF_UNIX = 1;
+const SOCK_STREAM = 1;
+const SOCK_CLOEXEC = 0o2000000;
+const SOL_SOCKET = 1;
+const SO_SNDTIMEO = 21;
+const MSG_DONTWAIT = 0x40;
+const MSG_NOSIGNAL = 0x4000;
+const POLLIN = 1;
+const POLLOUT = 4;
+const EINTR = 4;
+const EAGAIN = 11;
+const ENAMETOOLONG = 36;
+/** sun_path's size in struct sockaddr_un, its NUL included. */
+const SUN_PATH_MAX = 108;
+
+/** A wait that ran out: connect's own timeout (its length given), or else the request's deadline. */
+class OutOfTime extends Error {
+  readonly connectMs: number | undefined;
+  constructor(connectMs?: number) {
+    super('out of time');
+    this.connectMs = connectMs;
+  }
+}
+
+export function unixHttpRequest(o: RequestOptions): InFlight<HttpResponse> {
+  // The deadline counts from now, as the caller's work between send and answer is part of the wait.
+  const until = performance.now() + o.deadlineMs;
+  let fd: number | undefined;
+  let sendFailure: unknown;
+  try {
+    fd = connectTo(o.socket, Math.min(o.connectMs, o.deadlineMs));
+    sendAll(fd, encodeRequest(o), until);
+  } catch (err) {
+    if (fd !== undefined) libc().close(fd);
+    fd = undefined;
+    sendFailure = err;
+  }
+  let answer: Promise<HttpResponse> | undefined;
+  const read = async (): Promise<HttpResponse> => {
+    if (fd === undefined) throw unreachable(o, sendFailure);
+    try {
+      return receive(fd, until);
+    } catch (err) {
+      throw unreachable(o, err);
+    } finally {
+      libc().close(fd);
+    }
+  };
+  return { answer: () => (answer ??= read()) };
+}
+
+/**
+ * A connected socket. It is blocking, with a send timeout, for connect(2): when ferryd's accept backlog is
+ * full (frozen or swamped), a unix connect waits in the kernel until ferryd accepts or the timeout ends,
+ * where a non-blocking one fails with EAGAIN at once and poll(2) cannot wait for room (it reports the
+ * unconnected socket writable). Sends and receives then pass MSG_DONTWAIT and wait in poll(2).
+ */
+function connectTo(path: string, waitMs: number): number {
+  const c = libc();
+  if (Buffer.byteLength(path) >= SUN_PATH_MAX) throw errnoError('connect', path, ENAMETOOLONG);
+  const addr = Buffer.alloc(2 + SUN_PATH_MAX);
+  addr.writeUInt16LE(AF_UNIX, 0);
+  addr.write(path, 2);
+  const fd = c.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw errnoError('socket');
+  try {
+    // A zero timeout would mean none at all.
+    const ms = Math.max(1, Math.round(waitMs));
+    const timeval = new BigInt64Array([BigInt(Math.floor(ms / 1000)), BigInt((ms % 1000) * 1000)]);
+    if (c.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, timeval, timeval.byteLength) !== 0) throw errnoError('setsockopt');
+    for (;;) {
+      if (c.connect(fd, addr, addr.length) === 0) return fd;
+      const n = errno();
+      // A unix connect interrupted by a signal left nothing half-done: it is simply made again.
+      if (n === EINTR) continue;
+      if (n === EAGAIN) throw new OutOfTime(ms);
+      throw errnoError('connect', path, n);
+    }
+  } catch (err) {
+    c.close(fd);
+    throw err;
+  }
+}
+
+function sendAll(fd: number, bytes: Buffer, until: number): void {
+  let at = 0;
+  while (at < bytes.length) {
+    const n = Number(libc().send(fd, bytes.subarray(at), bytes.length - at, MSG_DONTWAIT | MSG_NOSIGNAL));
+    if (n >= 0) {
+      at += n;
+      continue;
+    }
+    const e = errno();
+    if (e === EAGAIN) waitFor(fd, POLLOUT, until);
+    else if (e !== EINTR) throw errnoError('send', undefined, e);
+  }
+}
+
+/** Reads until `parseResponse` has a whole answer; the connection's end completes an unframed one. */
+function receive(fd: number, until: number): HttpResponse {
+  const chunk = Buffer.allocUnsafe(64 * 1024);
+  let got = Buffer.alloc(0);
+  for (;;) {
+    waitFor(fd, POLLIN, until);
+    const n = Number(libc().recv(fd, chunk, chunk.length, MSG_DONTWAIT));
+    if (n < 0) {
+      const e = errno();
+      if (e === EINTR || e === EAGAIN) continue;
+      throw errnoError('recv', undefined, e);
+    }
+    if (n > 0) got = Buffer.concat([got, chunk.subarray(0, n)]);
+    const answer = parseResponse(got, n === 0);
+    if (answer !== undefined) return answer;
+  }
+}
+
+/** Waits until `fd` is ready for `events` (or has an error or hang-up to report), at most until `until`. */
+function waitFor(fd: number, events: number, until: number): void {
+  const pollfd = Buffer.alloc(8);
+  pollfd.writeInt32LE(fd, 0);
+  pollfd.writeInt16LE(events, 4);
+  for (;;) {
+    const left = Math.ceil(until - performance.now());
+    // A zero timeout still reports what is ready now: an answer that came while the caller worked.
+    const n = libc().poll(pollfd, 1, Math.max(0, left));
+    if (n > 0) return;
+    if (n < 0 && errno() !== EINTR) throw errnoError('poll');
+    if (n === 0 && left <= 0) throw new OutOfTime();
+  }
+}
+
+function unreachable(o: RequestOptions, err: unknown): UnreachableError {
+  let why: string;
+  let reason: UnreachableReason;
+  if (err instanceof OutOfTime) {
+    why =
+      err.connectMs === undefined
+        ? `no answer within ${o.deadlineMs} ms`
+        : `connect timed out after ${err.connectMs} ms`;
+    reason = 'timeout';
+  } else if (err instanceof HttpProtocolError) {
+    why = `bad answer: ${err.message}`;
+    reason = 'other';
+  } else {
+    const code = (err as { code?: string }).code;
+    why = code ?? (err as Error).message;
+    reason = reasonOfCode(code);
+  }
+  return new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, reason, { cause: err });
+}
