@@ -76,7 +76,7 @@ test.for([
   ['headers without their end', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n'],
   ['a short body', 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nabc'],
   ['a chunked body without its last chunk', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n'],
-])('closed with %s: a protocol error saying where', ([, answer]) => {
+] as const)('closed with %s: a protocol error saying where', ([, answer]) => {
   expect(parseResponse(bytes(answer), false)).toBeUndefined();
   expect(() => parseResponse(bytes(answer), true)).toThrow(HttpProtocolError);
   expect(() => parseResponse(bytes(answer), true)).toThrow(/the connection closed/);

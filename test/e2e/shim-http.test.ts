@@ -1,0 +1,194 @@
+/**
+ * The shipped shim's HTTP/1.1 client (runtime/unix-http.ts: libc calls, no library) against what a
+ * ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in pieces
+ * (through a proxy), listeners that hang up before a whole answer or never answer, and a listener whose
+ * accept backlog is full.
+ */
+import { spawn } from 'node:child_process';
+import { createServer as createHttpServer } from 'node:http';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { expect, test } from 'vitest';
+import { netConf, newContainerId } from '../fixtures/conf';
+import { request } from '../fixtures/http';
+import { linkNames } from '../fixtures/kernel';
+import { useNetns } from '../fixtures/netns';
+import { useNode, useNodeNetns } from '../fixtures/node';
+import { trackChild } from '../fixtures/process';
+import type { Scope } from '../fixtures/scope';
+import { runShim } from '../fixtures/shim';
+import { useTmpDir } from '../fixtures/tmp';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function listen(t: Scope, server: Server, path: string): Promise<void> {
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  t.onTestFinished(() => new Promise<void>((r) => server.close(() => r())));
+}
+
+/**
+ * A socket in a new temp dir that passes each request to ferryd and sends the answer back chunked (no
+ * Content-Length), its body in three chunks 20 ms apart so that the shim reads it in pieces. `answers`
+ * lists each one as "METHOD /path chunked", as node:http sent it.
+ */
+async function useChunkingProxy(t: Scope, ferrydSocket: string): Promise<{ socket: string; answers: string[] }> {
+  const socket = join(useTmpDir(t, 'proxy'), 'chunked.sock');
+  const answers: string[] = [];
+  const server = createHttpServer((req, res) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => {
+      text += c;
+    });
+    req.on('end', async () => {
+      const r = await request(ferrydSocket, req.method ?? '', req.url ?? '', text ? JSON.parse(text) : undefined);
+      res.writeHead(r.status, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+      const third = Math.ceil(r.body.length / 3);
+      for (let at = 0; at < r.body.length; at += third) {
+        res.write(r.body.slice(at, at + third));
+        await sleep(20);
+      }
+      res.end();
+      answers.push(`${req.method} ${req.url?.split('?')[0]} ${res.chunkedEncoding ? 'chunked' : 'not chunked'}`);
+    });
+  });
+  await listen(t, server, socket);
+  return { socket, answers };
+}
+
+test('a ferryd whose answers come chunked and in pieces: ADD → CHECK → DEL work as with plain answers', async (t) => {
+  const { node, ferryd } = await useNode(t);
+  const pod = await useNetns(t, 'pod');
+  const proxy = await useChunkingProxy(t, ferryd.socket);
+  const conf = { ...netConf(ferryd), daemonSocket: proxy.socket };
+  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
+  const add = await runShim(node, 'ADD', call);
+  expect(add.exitCode, add.stdout).toBe(0);
+  expect(add.json).toMatchObject({ interfaces: [{}, { name: 'eth0', sandbox: pod.path }] });
+  const check = await runShim(node, 'CHECK', { ...call, conf: { ...conf, prevResult: add.json } });
+  expect(check.exitCode, check.stdout).toBe(0);
+  expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
+  expect(await linkNames(node)).toEqual(['lo']);
+  expect(await ferryd.assignedAddresses()).toEqual([]);
+  // ADD commits through the journal: three answers, every one chunked.
+  expect(proxy.answers).toEqual([
+    'POST /v1/allocations chunked',
+    `GET /v1/endpoints/${call.containerId} chunked`,
+    `DELETE /v1/endpoints/${call.containerId} chunked`,
+  ]);
+});
+
+test.for([
+  [
+    'hangs up after reading the request',
+    (sock: Socket) => sock.end(),
+    'bad answer: the connection closed before the end of the headers',
+  ],
+  [
+    'sends half an answer and hangs up',
+    (sock: Socket) =>
+      sock.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"netw'),
+    'bad answer: the connection closed after 6 of 100 body bytes',
+  ],
+  ['reads the request and never answers', () => undefined, 'no answer within 400 ms'],
+] as const)('a listener that %s: CHECK fails with 11 saying why', async ([, onRequest, why], t) => {
+  const node = await useNodeNetns(t);
+  const pod = await useNetns(t, 'pod');
+  const dir = useTmpDir(t, 'listener');
+  const socket = join(dir, 'ferryd.sock');
+  const requests: string[] = [];
+  const server = createServer((sock) => {
+    sock.once('data', (req) => {
+      requests.push(req.toString('latin1').split('\r\n')[0] ?? '');
+      onRequest(sock);
+    });
+  });
+  await listen(t, server, socket);
+  const containerId = newContainerId();
+  const conf = netConf({ socket, dir }, { prevResult: { cniVersion: '1.1.0' }, daemonTimeouts: { requestMs: 400 } });
+  const check = await runShim(node, 'CHECK', { containerId, ifName: 'eth0', netns: pod, conf });
+  expect(check.exitCode).toBe(1);
+  expect(check.json).toEqual({ cniVersion: '1.1.0', code: 11, msg: `ferryd at ${socket} is unreachable: ${why}` });
+  expect(requests).toEqual([`GET /v1/endpoints/${containerId} HTTP/1.1`]);
+});
+
+test('ferryd hangs up on the allocation: ADD takes its early pair down, waits its bounded time, fails with 11', async (t) => {
+  const node = await useNodeNetns(t);
+  const pod = await useNetns(t, 'pod');
+  const dir = useTmpDir(t, 'listener');
+  const socket = join(dir, 'ferryd.sock');
+  const requests: string[] = [];
+  const server = createServer((sock) => {
+    sock.once('data', (req) => {
+      requests.push(req.toString('latin1').split('\r\n')[0] ?? '');
+      sock.end();
+    });
+  });
+  await listen(t, server, socket);
+  const conf = netConf({ socket, dir }, { daemonTimeouts: { addWaitMs: 300 } });
+  const add = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf });
+  expect(add.exitCode).toBe(1);
+  expect(add.json).toMatchObject({
+    code: 11,
+    msg: expect.stringMatching(/is not ready after 300 ms: .* is unreachable: bad answer: the connection closed/),
+  });
+  expect(requests[0]).toBe('POST /v1/allocations HTTP/1.1');
+  expect(requests.length).toBeGreaterThan(1);
+  expect(requests.slice(1).every((line) => line === 'GET /readyz HTTP/1.1')).toBe(true);
+  expect(await linkNames(pod)).toEqual(['lo']);
+  expect(await linkNames(node)).toEqual(['lo']);
+});
+
+/**
+ * A listener in a process stopped with SIGSTOP (a frozen ferryd) whose accept backlog this test then
+ * fills: a further connect(2) finds no room until the listener accepts, which it never does.
+ */
+async function useFullListener(t: Scope, socket: string): Promise<void> {
+  const listener = spawn(
+    process.execPath,
+    [
+      '-e',
+      `require('node:net').createServer().listen({ path: ${JSON.stringify(socket)}, backlog: 1 }, () => process.stdout.write('ready'))`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  trackChild(t, listener, 'ferry full listener');
+  await new Promise<void>((resolve, reject) => {
+    listener.stdout?.once('data', () => resolve());
+    listener.once('exit', (code) => reject(new Error(`the listener exited with ${code}`)));
+  });
+  listener.kill('SIGSTOP');
+  const held: Socket[] = [];
+  t.onTestFinished(() => {
+    for (const s of held) s.destroy();
+  });
+  for (;;) {
+    const s = createConnection(socket);
+    const refused = await new Promise<string | undefined>((resolve) => {
+      s.once('connect', () => resolve(undefined));
+      s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    });
+    if (refused === 'EAGAIN') return;
+    if (refused !== undefined) throw new Error(`filling the backlog: ${refused}`);
+    held.push(s);
+    if (held.length > 64) throw new Error('the backlog never filled');
+  }
+}
+
+test('a listener whose backlog is full: connect waits connectMs, then code 11 saying so', async (t) => {
+  const node = await useNodeNetns(t);
+  const pod = await useNetns(t, 'pod');
+  const dir = useTmpDir(t, 'backlog');
+  const socket = join(dir, 'ferryd.sock');
+  await useFullListener(t, socket);
+  const conf = netConf(
+    { socket, dir },
+    { prevResult: { cniVersion: '1.1.0' }, daemonTimeouts: { connectMs: 300, requestMs: 5000 } },
+  );
+  const check = await runShim(node, 'CHECK', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf });
+  expect(check.json).toEqual({
+    cniVersion: '1.1.0',
+    code: 11,
+    msg: `ferryd at ${socket} is unreachable: connect timed out after 300 ms`,
+  });
+});
