@@ -41,30 +41,35 @@ class OutOfTime extends Error {
 }
 
 export function unixHttpRequest(o: RequestOptions): InFlight<HttpResponse> {
-  // The deadline counts from now, as the caller's work between send and answer is part of the wait.
+  // The deadline counts from now: the caller's work between the send and the answer is part of the wait.
   const until = performance.now() + o.deadlineMs;
+  const sent = send(o, until);
+  let answer: Promise<HttpResponse> | undefined;
+  return { answer: () => (answer ??= answerOf(o, sent, until)) };
+}
+
+/** The socket with the whole request written, or why there is none. */
+function send(o: RequestOptions, until: number): number | { failed: unknown } {
   let fd: number | undefined;
-  let sendFailure: unknown;
   try {
     fd = connectTo(o.socket, Math.min(o.connectMs, o.deadlineMs));
     sendAll(fd, encodeRequest(o), until);
+    return fd;
   } catch (err) {
     if (fd !== undefined) libc().close(fd);
-    fd = undefined;
-    sendFailure = err;
+    return { failed: err };
   }
-  let answer: Promise<HttpResponse> | undefined;
-  const read = async (): Promise<HttpResponse> => {
-    if (fd === undefined) throw unreachable(o, sendFailure);
-    try {
-      return receive(fd, until);
-    } catch (err) {
-      throw unreachable(o, err);
-    } finally {
-      libc().close(fd);
-    }
-  };
-  return { answer: () => (answer ??= read()) };
+}
+
+async function answerOf(o: RequestOptions, sent: number | { failed: unknown }, until: number): Promise<HttpResponse> {
+  if (typeof sent !== 'number') throw unreachable(o, sent.failed);
+  try {
+    return receive(sent, until);
+  } catch (err) {
+    throw unreachable(o, err);
+  } finally {
+    libc().close(sent);
+  }
 }
 
 /**
