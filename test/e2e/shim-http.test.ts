@@ -2,7 +2,8 @@
  * The shipped shim's HTTP/1.1 client (runtime/unix-http.ts: libc calls, no library) against what a
  * ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in pieces
  * (through a proxy), listeners that hang up before a whole answer or never answer, and a listener whose
- * accept backlog is full.
+ * accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also answers
+ * 11 everywhere, worded as node:http says it (ECONNRESET, aborted, EAGAIN at once for the full backlog).
  */
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
