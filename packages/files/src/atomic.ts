@@ -1,5 +1,5 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from '@ferry/files/fs';
+import { joinName } from './paths';
 
 export interface AtomicWriteOptions {
   mode: number;
@@ -36,20 +36,26 @@ export function writeFileAtomically(
   content: Uint8Array | string,
   opts: AtomicWriteOptions,
 ): void {
-  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
+  const tmp = joinName(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
   const fd = openSync(tmp, 'wx', opts.mode);
   try {
-    writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);
+    // A regular file takes short writes only when the disk fills; then the next write says why.
+    let rest = typeof content === 'string' ? Buffer.from(content) : content;
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest));
     if (opts.fsync !== false) fsyncSync(fd);
     closeSync(fd);
-    renameSync(tmp, join(dir, name));
+    renameSync(tmp, joinName(dir, name));
   } catch (err) {
     try {
       closeSync(fd);
     } catch {
       // Already closed.
     }
-    rmSync(tmp, { force: true });
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // Not created, or already gone.
+    }
     throw err;
   }
   if (opts.fsync === false) return;

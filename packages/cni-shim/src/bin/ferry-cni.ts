@@ -3,7 +3,7 @@
 // Bun.stdin.text(), process.stdout and console.log set up async stream machinery that costs several
 // milliseconds per pod (bench/shim-phases.bench.ts), and node:tty alone ~3 ms, so a terminal on stdin is
 // recognised with fstat instead.
-import { fstatSync, readSync, writeSync } from 'node:fs';
+import { fstatSync, readSync, writeSync } from '@ferry/files/fs';
 import { main } from '../main';
 import { bunRuntime } from '../runtime/bun';
 
@@ -28,7 +28,7 @@ async function readAll(fd: number): Promise<string> {
   for (;;) {
     let n: number;
     try {
-      n = readSync(fd, buf);
+      n = readSync(fd, buf, 0, buf.length, null);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
       await new Promise((r) => setTimeout(r, 1));

@@ -5,7 +5,7 @@
  * unix socket connect() completes or fails at once, unless ferryd's accept backlog is full (a frozen
  * ferryd), and then the deadline ends the wait.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync } from '@ferry/files/fs';
 import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
