@@ -19,6 +19,7 @@ import {
   type Unlock,
   UnreachableError,
 } from './runtime';
+import { sha256Hex } from './sha256';
 
 const LOCK_SH = 1;
 const LOCK_NB = 4;
@@ -77,7 +78,5 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
     closeSync(fd);
   };
 }
-
-const sha256Hex = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('hex');
 
 export const bunRuntime: Runtime = { run, links: new Rtnetlink(rtnlSys), request, lockShared, sha256Hex };
