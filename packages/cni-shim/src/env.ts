@@ -2,7 +2,7 @@
  * CNI_* variables (SPEC.md §2, enforced as pkg/skel getCmdArgsFromEnv does). Missing variables are
  * reported together, invalid ones by name, both with code 4.
  */
-import { statSync } from 'node:fs';
+import { statSync } from '@ferry/files/fs';
 import { type CniArgs, parseCniArgs } from '@ferry/shared-types/cni/args';
 import { containerIdProblem, ifNameProblem } from '@ferry/shared-types/cni/validate';
 import { CniError, Code } from '@ferry/shared-types/errors';

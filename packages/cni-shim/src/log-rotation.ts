@@ -15,8 +15,8 @@
  * each other only ever delete files older than the newest `maxBackups` they saw, so together they never
  * delete more than one pruner alone would.
  */
-import { fstatSync, readdirSync, renameSync, statSync, unlinkSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { fstatSync, readdirSync, renameSync, statSync, unlinkSync } from '@ferry/files/fs';
+import { basenameOf, dirnameOf, joinName } from '@ferry/files/paths';
 
 export interface Rotation {
   /** Rotate once the file is larger than this; 0: never (leave it to logrotate and friends). */
@@ -34,11 +34,11 @@ const BACKUP_SUFFIX_RE = /^\d{8}T\d{6}\.\d{3}Z-\d+$/;
 
 /** The rotated files of `file`, oldest first. */
 export function backupsOf(file: string): string[] {
-  const prefix = `${basename(file)}.`;
-  return readdirSync(dirname(file))
+  const prefix = `${basenameOf(file)}.`;
+  return readdirSync(dirnameOf(file))
     .filter((n) => n.startsWith(prefix) && BACKUP_SUFFIX_RE.test(n.slice(prefix.length)))
     .sort()
-    .map((n) => join(dirname(file), n));
+    .map((n) => joinName(dirnameOf(file), n));
 }
 
 /**

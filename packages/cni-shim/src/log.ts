@@ -4,8 +4,8 @@
  * pod's ADD, and the shim writes a handful of lines per run. A log that cannot be written is dropped
  * silently: logging must never fail a CNI command.
  */
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, mkdirSync, openSync, writeSync } from '@ferry/files/fs';
+import { dirnameOf } from '@ferry/files/paths';
 import {
   DEFAULT_SHIM_LOG_FILE,
   DEFAULT_SHIM_LOG_MAX_BACKUPS,
@@ -50,7 +50,7 @@ export function openLog(file = DEFAULT_SHIM_LOG_FILE, level: Level = 'info', rot
       return openSync(file, 'a');
     } catch {
       try {
-        mkdirSync(dirname(file), { recursive: true, mode: 0o750 });
+        mkdirSync(dirnameOf(file), { recursive: true, mode: 0o750 });
         return openSync(file, 'a');
       } catch {
         state.isBroken = true;

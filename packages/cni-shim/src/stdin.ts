@@ -2,6 +2,8 @@
  * The first look at stdin: JSON decoding and the declared cniVersion, without building any schema, so
  * VERSION and early errors stay cheap (config.ts validates the rest).
  */
+
+import { utf8Length } from '@ferry/files/utf8';
 import { IMPLICIT_VERSION } from '@ferry/shared-types/cni/versions';
 import { CniError, Code } from '@ferry/shared-types/errors';
 
@@ -9,7 +11,7 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 const MAX_STDIN_BYTES = 1024 * 1024;
 
 export function decodeStdin(stdin: string): Record<string, unknown> {
-  if (Buffer.byteLength(stdin) > MAX_STDIN_BYTES) {
+  if (utf8Length(stdin) > MAX_STDIN_BYTES) {
     throw new CniError(Code.DecodeFailure, `decode network config: stdin is larger than ${MAX_STDIN_BYTES} bytes`);
   }
   let doc: unknown;

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, onTestFinished, test } from 'vitest';
-import { writeFileAtomically } from './atomic';
+import { EXECUTABLE_WRITE_BYTES, writeFileAtomically } from './atomic';
 
 test('writes whole files with the mode asked, replaces, and leaves no temp file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-atomic-'));
@@ -12,6 +12,15 @@ test('writes whole files with the mode asked, replaces, and leaves no temp file'
   expect(readFileSync(join(dir, 'a.conf'), 'utf8')).toBe('two');
   expect(statSync(join(dir, 'a.conf')).mode & 0o777).toBe(0o640);
   expect(readdirSync(dir)).toEqual(['a.conf']);
+});
+
+test('an executable written in pieces is whole', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-atomic-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  const bytes = Uint8Array.from({ length: 3 * EXECUTABLE_WRITE_BYTES + 123 }, (_, i) => (i * 7) % 251);
+  writeFileAtomically(dir, 'exe', bytes, { mode: 0o755, maxWriteBytes: EXECUTABLE_WRITE_BYTES });
+  expect(new Uint8Array(readFileSync(join(dir, 'exe')))).toEqual(bytes);
+  expect(statSync(join(dir, 'exe')).mode & 0o777).toBe(0o755);
 });
 
 test('a failed rename removes the temp file and reports', () => {

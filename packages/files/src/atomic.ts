@@ -1,5 +1,6 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from '@ferry/files/fs';
+import { joinName } from './paths';
+import { utf8Encode } from './utf8';
 
 export interface AtomicWriteOptions {
   mode: number;
@@ -10,7 +11,18 @@ export interface AtomicWriteOptions {
    * survives the writer's crash; only a power loss or kernel crash may lose it. Default true.
    */
   fsync?: boolean;
+  /** At most this many bytes per write(2) (EXECUTABLE_WRITE_BYTES for an executable). Default: all at once. */
+  maxWriteBytes?: number;
 }
+
+/**
+ * The write size for an executable the runtime execs per pod (ferry-cni). The page cache keeps a file in
+ * folios as large as the writes that made it (ext4 since Linux 6.16, XFS earlier), and an exec maps the
+ * whole large folio a fault lands in: the shim written in 64 KiB writes or more peaks at ~37.5 MiB RSS per
+ * ADD, written in 16–32 KiB writes at ~31.7 MiB, the same as when the exec's own faults read it in (pages
+ * it never runs stay unmapped), and with the same CPU (4 KiB writes: +1 ms, more faults). bench/README.md.
+ */
+export const EXECUTABLE_WRITE_BYTES = 16 * 1024;
 
 let written = 0;
 
@@ -36,20 +48,27 @@ export function writeFileAtomically(
   content: Uint8Array | string,
   opts: AtomicWriteOptions,
 ): void {
-  const tmp = join(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
+  const tmp = joinName(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
   const fd = openSync(tmp, 'wx', opts.mode);
   try {
-    writeSync(fd, typeof content === 'string' ? Buffer.from(content) : content);
+    // A regular file takes short writes only when the disk fills; then the next write says why.
+    let rest = typeof content === 'string' ? utf8Encode(content) : content;
+    const max = opts.maxWriteBytes ?? rest.length;
+    while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest.subarray(0, max)));
     if (opts.fsync !== false) fsyncSync(fd);
     closeSync(fd);
-    renameSync(tmp, join(dir, name));
+    renameSync(tmp, joinName(dir, name));
   } catch (err) {
     try {
       closeSync(fd);
     } catch {
       // Already closed.
     }
-    rmSync(tmp, { force: true });
+    try {
+      unlinkSync(tmp);
+    } catch {
+      // Not created, or already gone.
+    }
     throw err;
   }
   if (opts.fsync === false) return;

@@ -6,6 +6,7 @@
  * (bench/README.md), and libc is opened anyway for netlink. Opened on first use (~0.3 ms).
  */
 import { dlopen, read, FFIType as T } from 'bun:ffi';
+import { utf8Encode } from './utf8';
 
 function openLibc() {
   return dlopen('libc.so.6', {
@@ -104,4 +105,4 @@ export function errnoError(syscall: string, path?: string, n = errno()): ErrnoEr
 }
 
 /** A path as the NUL-terminated bytes libc takes. */
-export const cstr = (s: string): Buffer => Buffer.from(`${s}\0`);
+export const cstr = (s: string): Uint8Array => utf8Encode(`${s}\0`);

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync } from '@ferry/files/fs';
 
 /**
  * Reads a small file that someone else may have put there (the delete queue is written by every

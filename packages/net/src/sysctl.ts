@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from '@ferry/files/fs';
 import { CniError, Code } from '@ferry/shared-types/errors';
 
 /**

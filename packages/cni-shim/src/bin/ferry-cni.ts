@@ -3,7 +3,8 @@
 // Bun.stdin.text(), process.stdout and console.log set up async stream machinery that costs several
 // milliseconds per pod (bench/shim-phases.bench.ts), and node:tty alone ~3 ms, so a terminal on stdin is
 // recognised with fstat instead.
-import { fstatSync, readSync, writeSync } from 'node:fs';
+import { fstatSync, readSync, writeSync } from '@ferry/files/fs';
+import { concatBytes, utf8Decode, utf8Encode } from '@ferry/files/utf8';
 import { main } from '../main';
 import { bunRuntime } from '../runtime/bun';
 
@@ -23,24 +24,24 @@ process.exit(code);
  * read then fails with EAGAIN (the Node build saw it with 50 shims at once), and is tried again shortly.
  */
 async function readAll(fd: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  const buf = Buffer.alloc(64 * 1024);
+  const chunks: Uint8Array[] = [];
+  const buf = new Uint8Array(64 * 1024);
   for (;;) {
     let n: number;
     try {
-      n = readSync(fd, buf);
+      n = readSync(fd, buf, 0, buf.length, null);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
       await new Promise((r) => setTimeout(r, 1));
       continue;
     }
-    if (n === 0) return Buffer.concat(chunks).toString('utf8');
-    chunks.push(Buffer.from(buf.subarray(0, n)));
+    if (n === 0) return utf8Decode(concatBytes(chunks));
+    chunks.push(buf.slice(0, n));
   }
 }
 
 /** writeSync may write less than asked on a pipe; the runtime reads the whole document. */
 function writeAll(fd: number, text: string): void {
-  let buf = Buffer.from(text);
+  let buf = utf8Encode(text);
   while (buf.length > 0) buf = buf.subarray(writeSync(fd, buf));
 }

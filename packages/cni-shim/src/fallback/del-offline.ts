@@ -3,7 +3,7 @@
  * intent durably, clean the pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and
  * nothing is lost.
  */
-import { join } from 'node:path';
+import { joinName } from '@ferry/files/paths';
 import { DEFAULT_DELETE_QUEUE, DEFAULT_DELETE_QUEUE_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { podOf } from '../commands/attachment';
@@ -40,7 +40,7 @@ export async function delWithoutDaemon(
     queuedAt: new Date().toISOString(),
   });
   prepareQueueDir(dir);
-  const unlock = await d.rt.lockShared(join(dir, 'lock'), LOCK_WAIT_MS);
+  const unlock = await d.rt.lockShared(joinName(dir, 'lock'), LOCK_WAIT_MS);
   if (!unlock) {
     throw new CniError(
       Code.TryAgainLater,
@@ -50,7 +50,7 @@ export async function delWithoutDaemon(
   try {
     if (await d.daemon.isReady(RECHECK_MS)) return 'online';
     const name = writeEntry(d.rt, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
-    d.log.warn({ entry: join(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
+    d.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
     await cleanPodNetns(args.netns, args.ifName, d);
   } finally {

@@ -6,8 +6,8 @@
  * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
  * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
  */
-import { mkdirSync, readdirSync } from 'node:fs';
 import { writeFileAtomically } from '@ferry/files';
+import { mkdirSync, readdirSync } from '@ferry/files/fs';
 import {
   QUEUE_ENTRY_MAX_BYTES,
   QUEUE_ENTRY_NAME_RE,

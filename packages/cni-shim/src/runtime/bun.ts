@@ -3,12 +3,13 @@
  * The runtime of the shipped ferry-cni binary: Bun's native spawn, HTTP to ferryd as libc calls
  * (unix-http.ts), and rtnetlink through bun:ffi instead of `ip` execs for the InfraNIC's links.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync } from '@ferry/files/fs';
 import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
 import { rtnlSys } from './rtnl-sys';
 import { pollLock, type Runtime, type Unlock } from './runtime';
+import { sha256Hex } from './sha256';
 import { unixHttpRequest } from './unix-http';
 
 const LOCK_SH = 1;
@@ -45,8 +46,6 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
     closeSync(fd);
   };
 }
-
-const sha256Hex = (text: string) => new Bun.CryptoHasher('sha256').update(text).digest('hex');
 
 export const bunRuntime: Runtime = {
   run,

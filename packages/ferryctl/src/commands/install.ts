@@ -11,7 +11,7 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
-import { writeFileAtomically } from '@ferry/files';
+import { EXECUTABLE_WRITE_BYTES, writeFileAtomically } from '@ferry/files';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -66,7 +66,7 @@ export async function cmdInstall(ctx: Context): Promise<number> {
   }
 
   if (cni && binDir && conflistPath && confDir) {
-    installFile(binDir, 'ferry-cni', cni.shimBytes, 0o755);
+    installFile(binDir, 'ferry-cni', cni.shimBytes, 0o755, EXECUTABLE_WRITE_BYTES);
     ctx.print(`installed ${binDir}/ferry-cni`);
     installFile(confDir, basename(conflistPath), cni.conflistText, 0o644);
     ctx.print(`installed ${confDir}/${basename(conflistPath)}`);
@@ -98,10 +98,10 @@ function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; 
   return { shimBytes: onFile(`read the shim ${shim}`, () => readFileSync(shim)), conflistText };
 }
 
-function installFile(dir: string, name: string, content: string | Buffer, mode: number): void {
+function installFile(dir: string, name: string, content: string | Buffer, mode: number, maxWriteBytes?: number): void {
   onFile(`write ${dir}/${name}`, () => {
     mkdirSync(dir, { recursive: true });
-    writeFileAtomically(dir, name, content, { mode });
+    writeFileAtomically(dir, name, content, { mode, ...(maxWriteBytes ? { maxWriteBytes } : {}) });
   });
 }
 

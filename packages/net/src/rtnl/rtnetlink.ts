@@ -4,7 +4,7 @@
  * bound to the namespace it was created in, so the pod's side gets a socket created inside the pod's
  * netns, and the veth's peer is born there by file descriptor (IFLA_NET_NS_FD).
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync } from '@ferry/files/fs';
 import type { BatchOp, IpBatch } from '../batch';
 import type { LinkApplier } from '../ip';
 import { describeNetns, type Netns } from '../netns';

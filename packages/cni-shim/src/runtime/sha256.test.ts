@@ -1,0 +1,17 @@
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { sha256Hex } from './sha256';
+
+describe('sha256Hex', () => {
+  it('is the FIPS 180-4 example digest of "abc"', () => {
+    expect(sha256Hex('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  // 55, 56 and 64 bytes are where the length no longer fits the last block.
+  it.each(['', 'ferry/c1/eth0', 'é/ネ/😀', 'a'.repeat(55), 'a'.repeat(56), 'a'.repeat(64), 'b'.repeat(1000)])(
+    'matches node:crypto for %#',
+    (text) => {
+      expect(sha256Hex(text)).toBe(createHash('sha256').update(text).digest('hex'));
+    },
+  );
+});

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { concatBytes, utf8Decode, utf8Encode, utf8Length } from './utf8';
+
+const TEXTS = [
+  '',
+  'plain ascii {"a":1}',
+  'é ü ß',
+  'ネットワーク',
+  '😀 emoji 𝄞',
+  'lone \ud800 high',
+  'lone \udc00 low',
+  `${'x'.repeat(9000)}é`,
+];
+
+describe('utf8', () => {
+  it.each(TEXTS)('encodes and measures %#: as Buffer does', (s) => {
+    expect(Buffer.from(utf8Encode(s))).toEqual(Buffer.from(s, 'utf8'));
+    expect(utf8Length(s)).toBe(Buffer.byteLength(s));
+  });
+
+  it.each(TEXTS)('decodes %# back', (s) => {
+    expect(utf8Decode(Buffer.from(s))).toBe(Buffer.from(s).toString('utf8'));
+  });
+
+  it.each([
+    [0xff],
+    [0xc0, 0x80],
+    [0xe0, 0x80, 0x80],
+    [0xed, 0xa0, 0x80],
+    [0xf4, 0x90, 0x80, 0x80],
+    [0xe2, 0x82],
+    [0x61, 0xe2, 0x82, 0x62],
+    [0xf0, 0x9f, 0x98],
+  ])('decodes bad bytes %# with U+FFFD as TextDecoder does', (...bytes) => {
+    const b = Uint8Array.from(bytes);
+    expect(utf8Decode(b)).toBe(new TextDecoder().decode(b));
+  });
+
+  it('concatenates', () => {
+    expect(concatBytes([Uint8Array.of(1, 2), new Uint8Array(0), Uint8Array.of(3)])).toEqual(Uint8Array.of(1, 2, 3));
+  });
+});
