@@ -6,6 +6,7 @@
  * does (ADD's veth pair, CHECK's reads of the pod).
  */
 import { errno, errnoError, libc } from '@ferry/files/libc';
+import { concatBytes, utf8Encode } from '@ferry/files/utf8';
 import { encodeRequest, HttpProtocolError, parseResponse } from './http1';
 import {
   type HttpResponse,
@@ -80,16 +81,19 @@ async function answerOf(o: RequestOptions, sent: number | { failed: unknown }, u
  */
 function connectTo(path: string, waitMs: number): number {
   const c = libc();
-  if (Buffer.byteLength(path) >= SUN_PATH_MAX) throw errnoError('connect', path, ENAMETOOLONG);
-  const addr = Buffer.alloc(2 + SUN_PATH_MAX);
-  addr.writeUInt16LE(AF_UNIX, 0);
-  addr.write(path, 2);
+  const pathBytes = utf8Encode(path);
+  if (pathBytes.length >= SUN_PATH_MAX) throw errnoError('connect', path, ENAMETOOLONG);
+  // struct sockaddr_un: sa_family_t (u16, little-endian here), then the NUL-terminated path.
+  const addr = new Uint8Array(2 + SUN_PATH_MAX);
+  addr[0] = AF_UNIX;
+  addr.set(pathBytes, 2);
   const fd = c.socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw errnoError('socket');
   try {
     // A zero timeout would mean none at all.
     const ms = Math.max(1, Math.round(waitMs));
-    const timeval = new BigInt64Array([BigInt(Math.floor(ms / 1000)), BigInt((ms % 1000) * 1000)]);
+    // struct timeval: two 64-bit fields, written as little-endian u32 pairs (no BigInt).
+    const timeval = new Uint32Array([Math.floor(ms / 1000), 0, (ms % 1000) * 1000, 0]);
     if (c.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, timeval, timeval.byteLength) !== 0) throw errnoError('setsockopt');
     for (;;) {
       if (c.connect(fd, addr, addr.length) === 0) return fd;
@@ -105,7 +109,7 @@ function connectTo(path: string, waitMs: number): number {
   }
 }
 
-function sendAll(fd: number, bytes: Buffer, until: number): void {
+function sendAll(fd: number, bytes: Uint8Array, until: number): void {
   let at = 0;
   while (at < bytes.length) {
     const n = Number(libc().send(fd, bytes.subarray(at), bytes.length - at, MSG_DONTWAIT | MSG_NOSIGNAL));
@@ -121,8 +125,8 @@ function sendAll(fd: number, bytes: Buffer, until: number): void {
 
 /** Reads until `parseResponse` has a whole answer; the connection's end completes an unframed one. */
 function receive(fd: number, until: number): HttpResponse {
-  const chunk = Buffer.allocUnsafe(64 * 1024);
-  let got = Buffer.alloc(0);
+  const chunk = new Uint8Array(64 * 1024);
+  let got: Uint8Array = new Uint8Array(0);
   for (;;) {
     waitFor(fd, POLLIN, until);
     const n = Number(libc().recv(fd, chunk, chunk.length, MSG_DONTWAIT));
@@ -131,7 +135,7 @@ function receive(fd: number, until: number): HttpResponse {
       if (e === EINTR || e === EAGAIN) continue;
       throw errnoError('recv', undefined, e);
     }
-    if (n > 0) got = Buffer.concat([got, chunk.subarray(0, n)]);
+    if (n > 0) got = concatBytes([got, chunk.subarray(0, n)]);
     const answer = parseResponse(got, n === 0);
     if (answer !== undefined) return answer;
   }
@@ -139,9 +143,8 @@ function receive(fd: number, until: number): HttpResponse {
 
 /** Waits until `fd` is ready for `events` (or has an error or hang-up to report), at most until `until`. */
 function waitFor(fd: number, events: number, until: number): void {
-  const pollfd = Buffer.alloc(8);
-  pollfd.writeInt32LE(fd, 0);
-  pollfd.writeInt16LE(events, 4);
+  // struct pollfd: int fd, short events, short revents (little-endian: events is the low half).
+  const pollfd = new Int32Array([fd, events]);
   for (;;) {
     const left = Math.ceil(until - performance.now());
     // A zero timeout still reports what is ready now: an answer that came while the caller worked.
