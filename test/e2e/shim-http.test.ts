@@ -28,6 +28,27 @@ async function listen(t: Scope, server: Server, path: string): Promise<void> {
 }
 
 /**
+ * A listener standing in for ferryd on a socket in a new temp dir: `onRequest` gets the connection once
+ * a request has arrived, and `requests` lists each request's first line.
+ */
+async function useListener(
+  t: Scope,
+  onRequest: (sock: Socket) => void,
+): Promise<{ dir: string; socket: string; requests: string[] }> {
+  const dir = useTmpDir(t, 'listener');
+  const socket = join(dir, 'ferryd.sock');
+  const requests: string[] = [];
+  const server = createServer((sock) => {
+    sock.once('data', (req) => {
+      requests.push(req.toString('latin1').split('\r\n')[0] ?? '');
+      onRequest(sock);
+    });
+  });
+  await listen(t, server, socket);
+  return { dir, socket, requests };
+}
+
+/**
  * A socket in a new temp dir that passes each request to ferryd and sends the answer back chunked (no
  * Content-Length), its body in three chunks 20 ms apart so that the shim reads it in pieces. `answers`
  * lists each one as "METHOD /path chunked", as node:http sent it.
@@ -95,16 +116,7 @@ test.for([
 ] as const)('a listener that %s: CHECK fails with 11 saying why', async ([, onRequest, why], t) => {
   const node = await useNodeNetns(t);
   const pod = await useNetns(t, 'pod');
-  const dir = useTmpDir(t, 'listener');
-  const socket = join(dir, 'ferryd.sock');
-  const requests: string[] = [];
-  const server = createServer((sock) => {
-    sock.once('data', (req) => {
-      requests.push(req.toString('latin1').split('\r\n')[0] ?? '');
-      onRequest(sock);
-    });
-  });
-  await listen(t, server, socket);
+  const { dir, socket, requests } = await useListener(t, onRequest);
   const containerId = newContainerId();
   const conf = netConf({ socket, dir }, { prevResult: { cniVersion: '1.1.0' }, daemonTimeouts: { requestMs: 400 } });
   const check = await runShim(node, 'CHECK', { containerId, ifName: 'eth0', netns: pod, conf });
@@ -116,16 +128,7 @@ test.for([
 test('ferryd hangs up on the allocation: ADD takes its early pair down, waits its bounded time, fails with 11', async (t) => {
   const node = await useNodeNetns(t);
   const pod = await useNetns(t, 'pod');
-  const dir = useTmpDir(t, 'listener');
-  const socket = join(dir, 'ferryd.sock');
-  const requests: string[] = [];
-  const server = createServer((sock) => {
-    sock.once('data', (req) => {
-      requests.push(req.toString('latin1').split('\r\n')[0] ?? '');
-      sock.end();
-    });
-  });
-  await listen(t, server, socket);
+  const { dir, socket, requests } = await useListener(t, (sock) => sock.end());
   const conf = netConf({ socket, dir }, { daemonTimeouts: { addWaitMs: 300 } });
   const add = await runShim(node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf });
   expect(add.exitCode).toBe(1);

@@ -1,6 +1,6 @@
 /// <reference types="bun-types" />
 /**
- * SyncFs over libc (the Bun binary's implementation, chosen by the "bun" export condition). Each call is
+ * SyncFs over libc (the Bun binary's implementation, chosen by the "bun" import condition: fs.ts). Each call is
  * the system call Node's would make, retried on EINTR; failures throw Node-shaped errors.
  */
 import { CString, toArrayBuffer } from 'bun:ffi';
@@ -148,22 +148,7 @@ function writeText(path: string, data: string): void {
   }
 }
 
-export const {
-  openSync,
-  closeSync,
-  readSync,
-  writeSync,
-  fsyncSync,
-  fstatSync,
-  statSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-  mkdirSync,
-  readFileSync,
-  writeFileSync,
-  constants,
-}: SyncFs = {
+export default {
   openSync: openFile,
   closeSync: closeFd,
   readSync: readFd,
@@ -178,4 +163,4 @@ export const {
   readFileSync: readText,
   writeFileSync: writeText,
   constants: { O_RDONLY: 0, O_NOFOLLOW, O_NONBLOCK: 0o4000 },
-};
+} satisfies SyncFs;

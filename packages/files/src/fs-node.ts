@@ -1,19 +1,5 @@
 import * as fs from 'node:fs';
 import type { SyncFs } from './sync-fs';
 
-export const {
-  openSync,
-  closeSync,
-  readSync,
-  writeSync,
-  fsyncSync,
-  fstatSync,
-  statSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-  mkdirSync,
-  readFileSync,
-  writeFileSync,
-  constants,
-}: SyncFs = fs;
+/** SyncFs as Node's own node:fs (every runtime but the Bun binary: fs.ts). */
+export default fs satisfies SyncFs;

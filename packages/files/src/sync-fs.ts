@@ -1,6 +1,6 @@
 /**
  * The synchronous file calls Ferry's processes make, as one narrow interface with two implementations
- * chosen by the package's export conditions: Node's own node:fs (ferryd, ferryctl, tests) and libc
+ * chosen by the package's import conditions (fs.ts): Node's own node:fs (ferryd, ferryctl, tests) and libc
  * through bun:ffi (the shipped ferry-cni binary: Bun's node:fs costs every exec ~5 MiB and ~1 ms, see
  * libc.ts). Semantics are Node's, errors included (`code`, `errno`, `syscall`, `path`).
  */
