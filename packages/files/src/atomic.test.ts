@@ -1,8 +1,15 @@
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, onTestFinished, test } from 'vitest';
+import { expect, onTestFinished, test, vi } from 'vitest';
 import { EXECUTABLE_WRITE_BYTES, writeFileAtomically } from './atomic';
+import * as fs from './fs';
+
+// The real node:fs calls, with closeSync recorded (what was closed, how often).
+vi.mock('./fs', async (importOriginal) => {
+  const real = await importOriginal<typeof import('./fs')>();
+  return { ...real, closeSync: vi.fn(real.closeSync) };
+});
 
 test('writes whole files with the mode asked, replaces, and leaves no temp file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ferry-t-atomic-'));
@@ -31,4 +38,16 @@ test('a failed rename removes the temp file and reports', () => {
   writeFileSync(join(dir, 'busy', 'f'), '');
   expect(() => writeFileAtomically(dir, 'busy', 'data', { mode: 0o600, tempPrefix: '.tmp-' })).toThrow();
   expect(readdirSync(dir)).toEqual(['busy']);
+});
+
+test('a failed rename closes the temp file once, not a second time', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ferry-t-atomic-'));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, 'busy'));
+  writeFileSync(join(dir, 'busy', 'f'), '');
+  const close = vi.mocked(fs.closeSync);
+  close.mockClear();
+  expect(() => writeFileAtomically(dir, 'busy', 'data', { mode: 0o600 })).toThrow(/ENOTEMPTY|EISDIR|EEXIST/);
+  // Once closed, the number is free for any file another thread opens; closing it again closes that file.
+  expect(close).toHaveBeenCalledTimes(1);
 });

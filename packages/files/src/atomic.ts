@@ -50,19 +50,25 @@ export function writeFileAtomically(
 ): void {
   const tmp = joinName(dir, `${opts.tempPrefix ?? `.${name}.tmp-`}${tempSuffix()}`);
   const fd = openSync(tmp, 'wx', opts.mode);
+  let isOpen = true;
   try {
     // A regular file takes short writes only when the disk fills; then the next write says why.
     let rest = typeof content === 'string' ? utf8Encode(content) : content;
     const max = opts.maxWriteBytes ?? rest.length;
     while (rest.length > 0) rest = rest.subarray(writeSync(fd, rest.subarray(0, max)));
     if (opts.fsync !== false) fsyncSync(fd);
+    // Closed once only, even when close fails: the number may already be another file's (ferryd's
+    // threads open files too), and a second close would close that one.
+    isOpen = false;
     closeSync(fd);
     renameSync(tmp, joinName(dir, name));
   } catch (err) {
-    try {
-      closeSync(fd);
-    } catch {
-      // Already closed.
+    if (isOpen) {
+      try {
+        closeSync(fd);
+      } catch {
+        // The write's error is the one to report.
+      }
     }
     try {
       unlinkSync(tmp);
