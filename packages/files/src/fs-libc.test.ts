@@ -1,7 +1,8 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, expect, it } from 'vitest';
 import { runScenario } from './testing/fs-scenario';
 
@@ -30,4 +31,18 @@ it('libc SyncFs under Bun gives what node:fs gives, values and errors', () => {
   expect(expected.unlinkMissing).toMatchObject({ code: 'ENOENT', syscall: 'unlink' });
   expect(expected.noFollow).toMatchObject({ code: 'ELOOP' });
   expect(statSync(join(libcDir, 'a/b/c')).mode & 0o777).toBe(0o750 & ~process.umask());
+});
+
+// node:fs's recursive mkdir succeeds when another process makes a level first; shims making the delete
+// queue or the log directory at once rely on it.
+it('libc recursive mkdir under Bun tolerates other processes making the same directories', async () => {
+  const dir = freshDir();
+  const runs = await Promise.all(
+    Array.from({ length: 4 }, () =>
+      promisify(execFile)(bun, [join(import.meta.dirname, 'testing/mkdir-race.ts'), dir, '1500'], { encoding: 'utf8' }),
+    ),
+  );
+  const results = runs.map((r) => JSON.parse(r.stdout) as { failures: number; first: string });
+  expect(results).toEqual(Array(4).fill({ failures: 0, first: '' }));
+  expect(statSync(join(dir, 'r1499/p/q')).isDirectory()).toBe(true);
 });

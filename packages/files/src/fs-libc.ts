@@ -4,7 +4,7 @@
  * the system call Node's would make, retried on EINTR; failures throw Node-shaped errors.
  */
 import { CString, toArrayBuffer } from 'bun:ffi';
-import { cstr, errnoError, libc } from './libc';
+import { cstr, type ErrnoError, errnoError, libc } from './libc';
 import type { FileStat, OpenFlags, SyncFs } from './sync-fs';
 import { concatBytes, utf8Decode, utf8Encode } from './utf8';
 
@@ -85,17 +85,30 @@ function readFd(fd: number, buf: Uint8Array, offset: number, length: number): nu
 
 function makeDir(path: string, opts: { recursive?: boolean; mode?: number } = {}): void {
   const mode = opts.mode ?? 0o777;
+  const mkdir = () => check('mkdir', path, () => libc().mkdir(cstr(path), mode));
   try {
-    check('mkdir', path, () => libc().mkdir(cstr(path), mode));
+    mkdir();
   } catch (err) {
     if (!opts.recursive) throw err;
-    const code = -(err as { errno: number }).errno;
-    if (code === EEXIST && statxOf('stat', AT_FDCWD, path, 0, path).isDirectory()) return;
     const parent = path.slice(0, path.lastIndexOf('/'));
-    if (code !== ENOENT || parent === '') throw err;
+    if (-(err as ErrnoError).errno !== ENOENT || parent === '') {
+      existingDirOr(path, err);
+      return;
+    }
     makeDir(parent, opts);
-    makeDir(path, { mode });
+    try {
+      mkdir();
+    } catch (again) {
+      // Shims run at once: another may make `path` once its parent is there; a directory is what was wanted.
+      existingDirOr(path, again);
+    }
   }
+}
+
+/** Recursive mkdir's EEXIST: fine for a directory, thrown for anything else. */
+function existingDirOr(path: string, err: unknown): void {
+  if (-(err as ErrnoError).errno === EEXIST && statxOf('stat', AT_FDCWD, path, 0, path).isDirectory()) return;
+  throw err;
 }
 
 function listDir(dir: string): string[] {
