@@ -36,6 +36,21 @@ describe('utf8', () => {
     expect(utf8Decode(b)).toBe(new TextDecoder().decode(b));
   });
 
+  it('decodes every one- and two-byte input, and every lead byte before each edge continuation, as TextDecoder does', () => {
+    const decoder = new TextDecoder();
+    const inputs: Uint8Array[] = [];
+    for (let a = 0; a < 256; a++) {
+      inputs.push(Uint8Array.of(a));
+      for (let b = 0; b < 256; b++) inputs.push(Uint8Array.of(a, b));
+      // The WHATWG decoder's bounds for the second byte (E0, ED, F0, F4) and the first continuation values.
+      for (const b of [0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0]) {
+        for (const c of [0x41, 0x80, 0xbf, 0xc0]) inputs.push(Uint8Array.of(a, b, c), Uint8Array.of(a, b, 0x80, c));
+      }
+    }
+    const differing = inputs.filter((b) => utf8Decode(b) !== decoder.decode(b)).map((b) => [...b]);
+    expect(differing).toEqual([]);
+  });
+
   it('concatenates', () => {
     expect(concatBytes([Uint8Array.of(1, 2), new Uint8Array(0), Uint8Array.of(3)])).toEqual(Uint8Array.of(1, 2, 3));
   });
