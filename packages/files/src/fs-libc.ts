@@ -73,8 +73,11 @@ function openFile(path: string, flags: OpenFlags, mode = 0o666): number {
 }
 
 function closeFd(fd: number): void {
-  // Not retried: after EINTR the descriptor is closed anyway on Linux.
-  if (libc().close(fd) !== 0) throw errnoError('close');
+  if (libc().close(fd) === 0) return;
+  const e = errnoError('close');
+  // Neither retried nor an error: after EINTR the descriptor is closed anyway on Linux, and libuv (so Node's
+  // closeSync) reports success. Thrown, it would fail a write whose data was all written and synced.
+  if (-e.errno !== EINTR) throw e;
 }
 
 function readFd(fd: number, buf: Uint8Array, offset: number, length: number): number {
