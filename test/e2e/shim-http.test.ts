@@ -113,6 +113,16 @@ test.for([
     'bad answer: the connection closed after 6 of 100 body bytes',
   ],
   ['reads the request and never answers', () => undefined, 'no answer within 400 ms'],
+  [
+    'answers without end',
+    (sock: Socket) => {
+      // The shim hangs up at the cap, in the middle of this write.
+      sock.on('error', () => undefined);
+      sock.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99999999\r\n\r\n');
+      sock.end(Buffer.alloc(5 * 1024 * 1024, 'x'));
+    },
+    'bad answer: the answer is larger than 4194304 bytes',
+  ],
 ] as const)('a listener that %s: CHECK fails with 11 saying why', async ([, onRequest, why], t) => {
   const node = await useNodeNetns(t);
   const pod = await useNetns(t, 'pod');

@@ -31,6 +31,8 @@ const EAGAIN = 11;
 const ENAMETOOLONG = 36;
 /** sun_path's size in struct sockaddr_un, its NUL included. */
 const SUN_PATH_MAX = 108;
+/** ferryd's answers are a few KiB; a runaway peer is cut off here rather than read into memory. */
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /** A wait that ran out: connect's own timeout (its length given), or else the request's deadline. */
 class OutOfTime extends Error {
@@ -136,6 +138,8 @@ function receive(fd: number, until: number): HttpResponse {
       throw errnoError('recv', undefined, e);
     }
     if (n > 0) got = concatBytes([got, chunk.subarray(0, n)]);
+    if (got.length > MAX_ANSWER_BYTES)
+      throw new HttpProtocolError(`the answer is larger than ${MAX_ANSWER_BYTES} bytes`);
     const answer = parseResponse(got, n === 0);
     if (answer !== undefined) return answer;
   }
