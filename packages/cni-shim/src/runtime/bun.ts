@@ -4,6 +4,7 @@
  * (unix-http.ts), and rtnetlink through bun:ffi instead of `ip` execs for the InfraNIC's links.
  */
 import { closeSync, openSync } from '@ferry/files/fs';
+import { errno, errnoError, libc } from '@ferry/files/libc';
 import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
@@ -15,6 +16,8 @@ import { unixHttpRequest } from './unix-http';
 const LOCK_SH = 1;
 const LOCK_NB = 4;
 const LOCK_UN = 8;
+const EINTR = 4;
+const EWOULDBLOCK = 11;
 
 const run: Runner = async (argv, input) => {
   const p = Bun.spawnSync({
@@ -29,20 +32,26 @@ const run: Runner = async (argv, input) => {
   return { exitCode: p.exitCode ?? 1, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
 };
 
-/**
- * flock(2) through bun:ffi: neither Bun nor Node offers it. Loaded only on the daemon-down DEL path,
- * the one place that locks.
- */
+/** One non-blocking flock(2) attempt: false while another holds the lock, an error for anything else. */
+function tryFlock(fd: number, op: number, path: string): boolean {
+  if (libc().flock(fd, op | LOCK_NB) === 0) return true;
+  const e = errno();
+  if (e === EWOULDBLOCK || e === EINTR) return false;
+  throw errnoError('flock', path, e);
+}
+
+/** flock(2) through the binary's libc binding: neither Bun nor Node offers it (the daemon-down DEL's lock). */
 async function lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined> {
-  const { dlopen, FFIType } = await import('bun:ffi');
-  const libc = dlopen('libc.so.6', { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
   const fd = openSync(path, 'a+', 0o600);
-  if (!(await pollLock(() => libc.symbols.flock(fd, LOCK_SH | LOCK_NB) === 0, timeoutMs))) {
-    closeSync(fd);
-    return undefined;
+  let taken = false;
+  try {
+    taken = await pollLock(() => tryFlock(fd, LOCK_SH, path), timeoutMs);
+  } finally {
+    if (!taken) closeSync(fd);
   }
+  if (!taken) return undefined;
   return () => {
-    libc.symbols.flock(fd, LOCK_UN);
+    libc().flock(fd, LOCK_UN);
     closeSync(fd);
   };
 }

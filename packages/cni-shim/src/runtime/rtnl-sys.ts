@@ -9,6 +9,7 @@ import { type RtnlSys, SysError } from '@ferry/net/rtnetlink';
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
 const SOCK_CLOEXEC = 0o2000000;
+const O_CLOEXEC = 0o2000000;
 const NETLINK_ROUTE = 0;
 const CLONE_NEWNET = 0x40000000;
 const MSG_PEEK = 0x2;
@@ -34,7 +35,7 @@ function netlinkSocket(): number {
  */
 function socketIn(netnsFd: number): number {
   const c = libc();
-  const own = c.open(cstr('/proc/thread-self/ns/net'), 0, 0);
+  const own = c.open(cstr('/proc/thread-self/ns/net'), O_CLOEXEC, 0);
   if (own < 0) fail("open this thread's network namespace");
   try {
     if (c.setns(netnsFd, CLONE_NEWNET) !== 0) fail('enter the network namespace');
