@@ -10,11 +10,11 @@
  * not read it (an older one), and ADD commits over the socket.
  */
 import { writeFileAtomically } from '@ferry/files';
-// Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
 import type { JournalEntry } from '@ferry/shared-types/api/commit-journal';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
+// Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
+import { attachmentFileNameOf } from '@ferry/shared-types/attachment-file';
 import { DEFAULT_DELETE_QUEUE, defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
-import { attachmentFileNameOf } from './attachment-file';
 import type { ShimConf } from './config';
 import type { Runtime } from './runtime/runtime';
 
@@ -32,7 +32,7 @@ export function writeJournalEntry(
 ): string {
   // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
   const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
-  const name = attachmentFileNameOf(rt, commit.network, containerId, commit.ifName);
+  const name = attachmentFileNameOf(rt.sha256Hex, commit.network, containerId, commit.ifName);
   // The temp file starts with .tmp-: ferryd knows it for a write in progress.
   writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
   return name;

@@ -122,6 +122,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       writes: deps.writes,
       lifecycle: deps.lifecycle,
       metrics: deps.metrics,
+      storage: deps.storage,
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,

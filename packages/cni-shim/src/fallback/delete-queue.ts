@@ -15,9 +15,9 @@ import {
   type QueueEntry,
   QueueEntrySchema,
 } from '@ferry/shared-types/api/queue';
+import { attachmentFileNameOf } from '@ferry/shared-types/attachment-file';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
-import { attachmentFileNameOf } from '../attachment-file';
 import type { Runtime } from '../runtime/runtime';
 
 export function prepareQueueDir(dir: string): void {
@@ -56,7 +56,7 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
 export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
-  const name = attachmentFileNameOf(rt, entry.network, entry.containerId, entry.ifName);
+  const name = attachmentFileNameOf(rt.sha256Hex, entry.network, entry.containerId, entry.ifName);
   const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(

@@ -22,7 +22,7 @@ import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
 import type { AttachmentRow, DeviceRow, InterfaceRow } from '../store/rows';
 import type { JournalDir } from './commit-journal';
-import { hostVethNameOf } from './host-veth';
+import { entryFileNameOf, hostVethNameOf } from './host-veth';
 import { addressesOf, routesOf, toRecord } from './records';
 
 export interface AttachmentsDeps {
@@ -42,6 +42,9 @@ export interface AttachmentsDeps {
   /** Told how many journal entries each settle promoted and discarded (the metric counts them). */
   onJournalSettled?: (outcome: { promoted: number; discarded: number }) => void;
 }
+
+/** The key of one attachment. */
+export type AttachmentKey = Pick<AllocateRequest, 'network' | 'containerId' | 'ifName'>;
 
 interface WantedDevice {
   row: DeviceRow;
@@ -122,11 +125,13 @@ export class Attachments {
    * Callers run it before they read or change attachments, so every ADD whose shim wrote its entry is
    * committed by then. Outside any transaction only: a file is removed once the transaction that
    * promoted it has committed, so a rollback leaves the entry for the next settle (promoting twice is
-   * harmless). A storage failure throws and removes nothing.
+   * harmless). A storage failure throws and removes nothing. With `only`, just that attachment's entry:
+   * what an allocation of it must see, one lookup of a file that is usually not there.
    */
-  settleJournal(): { promoted: number; discarded: number } {
+  settleJournal(only?: AttachmentKey): { promoted: number; discarded: number } {
     const { journal, db, log } = this.#d;
-    const files = journal?.list(this.#d.now()) ?? [];
+    const one = only && journal?.read(entryFileNameOf(only.network, only.containerId, only.ifName));
+    const files = only ? (one ? [one] : []) : (journal?.list(this.#d.now()) ?? []);
     if (!journal || files.length === 0) return { promoted: 0, discarded: 0 };
     if (db.inTransaction) throw new CniError(Code.Internal, 'settle the commit journal: called inside a transaction');
     const outcomes = this.#tx(() =>

@@ -4,6 +4,7 @@ import type { Allocation } from '@ferry/shared-types/api/allocations';
 import type { Endpoint } from '@ferry/shared-types/api/endpoints';
 import { expect, test } from 'vitest';
 import { type Harness, useApp } from '../testing/harness';
+import { entryFileNameOf } from './host-veth';
 
 const journalOf = (h: Harness) => join(h.dir, 'commit-journal');
 
@@ -17,8 +18,13 @@ async function allocate(h: Harness, containerId: string): Promise<Allocation> {
   return r.json();
 }
 
-/** What the shim writes after building the InfraNIC of `a`. */
-function writeEntry(h: Harness, a: Allocation, writtenAtMs: number, name = `${'a'.repeat(32)}.json`): string {
+/** What the shim writes after building the InfraNIC of `a`, under the attachment's own name unless told. */
+function writeEntry(
+  h: Harness,
+  a: Allocation,
+  writtenAtMs: number,
+  name = entryFileNameOf(a.network, a.containerId, a.ifName),
+): string {
   const entry = {
     version: 1,
     containerId: a.containerId,
@@ -57,6 +63,8 @@ test('ferryd creates the journal; an entry is a commit once anything reads the a
 test('a repeated allocation of a journaled attachment is refused (105), and the promotion stays', async (t) => {
   const h = await useApp(t);
   const a = await allocate(h, 'c1');
+  // The first answer's settling of the rest has run: only the repeated allocation can promote the entry.
+  await new Promise((r) => setImmediate(r));
   writeEntry(h, a, h.clock.now);
   const again = await h.app.inject({
     method: 'POST',
@@ -120,4 +128,21 @@ test('settling inside a transaction is refused: the files would go before the co
   const settle = h.db.transaction(() => h.services.deps.attachments.settleJournal());
   expect(() => settle()).toThrow(/inside a transaction/);
   expect(readdirSync(journalOf(h))).toHaveLength(1);
+});
+
+test("an allocation settles its own attachment's entry first, the others' once it has answered", async (t) => {
+  const h = await useApp(t);
+  const a = await allocate(h, 'c1');
+  await new Promise((r) => setImmediate(r));
+  const other = writeEntry(h, a, h.clock.now);
+  // A stale entry under c2's own name: settled before c2 is allocated, so it cannot be promoted (c2 is new).
+  writeEntry(h, { ...a, containerId: 'c2' }, h.clock.now);
+  await allocate(h, 'c2');
+  expect(readdirSync(journalOf(h))).toEqual([other]);
+  // No request since: the allocation's own settling of the rest promotes c1's.
+  await new Promise((r) => setImmediate(r));
+  expect(readdirSync(journalOf(h))).toEqual([]);
+  const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body;
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="promoted"} 1');
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="discarded"} 1');
 });

@@ -54,6 +54,11 @@ export class JournalDir {
     return out;
   }
 
+  /** The entry named `name`, or undefined when there is none (the usual case: ADD's own, looked up first). */
+  read(name: string): JournalFile | undefined {
+    return readEntry(this.dir, name);
+  }
+
   remove(name: string): void {
     try {
       unlinkSync(join(this.dir, name));

@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../endpoints/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
+import type { StorageHealth } from '../storage/health';
 import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
@@ -13,7 +14,26 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   writes: GroupCommit;
   lifecycle: Lifecycle;
   metrics: Metrics;
-}> = async (app, { attachments, writes, lifecycle, metrics }) => {
+  storage: Pick<StorageHealth, 'errorOf'>;
+}> = async (app, { attachments, writes, lifecycle, metrics, storage }) => {
+  /**
+   * The other attachments' journal entries, promoted once this answer is on its way; once per turn of the
+   * event loop however many allocations it answered (a burst of ADDs).
+   */
+  let settling = false;
+  const settleTheRestSoon = () => {
+    if (settling) return;
+    settling = true;
+    setImmediate(() => {
+      settling = false;
+      try {
+        attachments.settleJournal();
+      } catch (err) {
+        // Counted and reported by readiness; the next request settles again, before it reads.
+        if (!storage.errorOf(err, 'allocate')) app.log.error({ err }, 'promoting commit-journal entries failed');
+      }
+    });
+  };
   app.post(
     '/v1/allocations',
     {
@@ -29,7 +49,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
         throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
       }
       // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
-      attachments.settleJournal();
+      // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
+      // busy node) wait until the answer has been written.
+      attachments.settleJournal(req.body);
       const { plan, created } = await writes.run(() => attachments.allocate(req.body));
       if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(
@@ -43,6 +65,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
         },
         'allocated',
       );
+      settleTheRestSoon();
       return plan;
     },
   );
