@@ -16,6 +16,7 @@ const MSG_PEEK = 0x2;
 const MSG_TRUNC = 0x20;
 const SOL_NETLINK = 270;
 const NETLINK_GET_STRICT_CHK = 12;
+const EINTR = 4;
 const ONE = new Int32Array([1]);
 
 function fail(what: string): never {
@@ -55,18 +56,26 @@ function socketIn(netnsFd: number): number {
 
 let recvBuf = Buffer.alloc(32 * 1024);
 
+/** A call made again while a signal interrupts it: its result, or -1 with errno set by the real failure. */
+function uninterrupted(call: () => number | bigint): number {
+  for (;;) {
+    const r = Number(call());
+    if (r >= 0 || errno() !== EINTR) return r;
+  }
+}
+
 export const rtnlSys: RtnlSys = {
   socket: (netnsFd) => (netnsFd === undefined ? netlinkSocket() : socketIn(netnsFd)),
   send(fd, msg) {
-    if (libc().send(fd, msg, msg.length, 0) !== msg.length) fail('send a netlink message');
+    if (uninterrupted(() => libc().send(fd, msg, msg.length, 0)) !== msg.length) fail('send a netlink message');
   },
   recv(fd) {
     // A datagram larger than the buffer would be cut short (a dump of links with many VFs): peek at its
     // real length first (MSG_TRUNC) and grow the buffer to fit.
-    const size = Number(libc().recv(fd, recvBuf, recvBuf.length, MSG_PEEK | MSG_TRUNC));
+    const size = uninterrupted(() => libc().recv(fd, recvBuf, recvBuf.length, MSG_PEEK | MSG_TRUNC));
     if (size < 0) fail('receive a netlink answer');
     if (size > recvBuf.length) recvBuf = Buffer.alloc(size);
-    const n = Number(libc().recv(fd, recvBuf, recvBuf.length, 0));
+    const n = uninterrupted(() => libc().recv(fd, recvBuf, recvBuf.length, 0));
     if (n < 0) fail('receive a netlink answer');
     return recvBuf.subarray(0, n);
   },

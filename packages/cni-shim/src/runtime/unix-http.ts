@@ -94,15 +94,17 @@ function connectTo(path: string, waitMs: number): number {
   try {
     // A zero timeout would mean none at all.
     const ms = Math.max(1, Math.round(waitMs));
-    // struct timeval: two 64-bit fields, written as little-endian u32 pairs (no BigInt).
-    const timeval = new Uint32Array([Math.floor(ms / 1000), 0, (ms % 1000) * 1000, 0]);
-    if (c.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, timeval, timeval.byteLength) !== 0) throw errnoError('setsockopt');
+    const until = performance.now() + ms;
     for (;;) {
+      const left = Math.max(1, Math.round(until - performance.now()));
+      // struct timeval: two 64-bit fields, written as little-endian u32 pairs (no BigInt).
+      const timeval = new Uint32Array([Math.floor(left / 1000), 0, (left % 1000) * 1000, 0]);
+      if (c.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, timeval, timeval.byteLength) !== 0) throw errnoError('setsockopt');
       if (c.connect(fd, addr, addr.length) === 0) return fd;
       const n = errno();
-      // A unix connect interrupted by a signal left nothing half-done: it is simply made again.
-      if (n === EINTR) continue;
-      if (n === EAGAIN) throw new OutOfTime(ms);
+      // A unix connect interrupted by a signal left nothing half-done: it is made again, in the time left.
+      if (n === EINTR && performance.now() < until) continue;
+      if (n === EAGAIN || n === EINTR) throw new OutOfTime(ms);
       throw errnoError('connect', path, n);
     }
   } catch (err) {
