@@ -4,13 +4,11 @@
  * the system call Node's would make, retried on EINTR; failures throw Node-shaped errors.
  */
 import { CString, toArrayBuffer } from 'bun:ffi';
-import { cstr, type ErrnoError, errnoError, libc } from './libc';
+import { cstr, ERRNO, type ErrnoError, errnoError, libc, uninterrupted } from './libc';
 import type { FileStat, OpenFlags, SyncFs } from './sync-fs';
 import { concatBytes, utf8Decode, utf8Encode } from './utf8';
 
-const EINTR = 4;
-const EEXIST = 17;
-const ENOENT = 2;
+const { EEXIST, EINTR, ENOENT } = ERRNO;
 const ARM64 = process.arch === 'arm64';
 // The one open(2) flag used here that differs between x86-64 and arm64.
 const O_NOFOLLOW = ARM64 ? 0o100000 : 0o400000;
@@ -31,12 +29,9 @@ const D_NAME_OFFSET = 19;
 
 /** Runs a call until it is not interrupted by a signal; throws its errno error when it fails. */
 function check(syscall: string, path: string | undefined, call: () => number | bigint): number {
-  for (;;) {
-    const r = Number(call());
-    if (r >= 0) return r;
-    const e = errnoError(syscall, path);
-    if (-e.errno !== EINTR) throw e;
-  }
+  const r = uninterrupted(call);
+  if (r < 0) throw errnoError(syscall, path);
+  return r;
 }
 
 /** glibc's makedev: st_dev as Node reports it, from statx's major and minor. */

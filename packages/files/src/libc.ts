@@ -50,38 +50,48 @@ export function errno(): number {
   return p ? read.i32(p, 0) : 0;
 }
 
-/** The names Node gives errno values (uv's), for the codes callers test; others read `E<number>`. */
-const NAMES: Record<number, string> = {
-  1: 'EPERM',
-  2: 'ENOENT',
-  4: 'EINTR',
-  5: 'EIO',
-  9: 'EBADF',
-  11: 'EAGAIN',
-  12: 'ENOMEM',
-  13: 'EACCES',
-  16: 'EBUSY',
-  17: 'EEXIST',
-  20: 'ENOTDIR',
-  21: 'EISDIR',
-  22: 'EINVAL',
-  23: 'ENFILE',
-  24: 'EMFILE',
-  27: 'EFBIG',
-  28: 'ENOSPC',
-  30: 'EROFS',
-  32: 'EPIPE',
-  36: 'ENAMETOOLONG',
-  39: 'ENOTEMPTY',
-  40: 'ELOOP',
-  104: 'ECONNRESET',
-  110: 'ETIMEDOUT',
-  111: 'ECONNREFUSED',
-  115: 'EINPROGRESS',
-  122: 'EDQUOT',
-};
+/** The errno values callers test, by the names Node gives them (uv's); others read `E<number>`. */
+export const ERRNO = {
+  EPERM: 1,
+  ENOENT: 2,
+  EINTR: 4,
+  EIO: 5,
+  EBADF: 9,
+  EAGAIN: 11,
+  ENOMEM: 12,
+  EACCES: 13,
+  EBUSY: 16,
+  EEXIST: 17,
+  ENOTDIR: 20,
+  EISDIR: 21,
+  EINVAL: 22,
+  ENFILE: 23,
+  EMFILE: 24,
+  EFBIG: 27,
+  ENOSPC: 28,
+  EROFS: 30,
+  EPIPE: 32,
+  ENAMETOOLONG: 36,
+  ENOTEMPTY: 39,
+  ELOOP: 40,
+  ECONNRESET: 104,
+  ETIMEDOUT: 110,
+  ECONNREFUSED: 111,
+  EINPROGRESS: 115,
+  EDQUOT: 122,
+} as const;
 
-export const errnoName = (n: number): string => NAMES[n] ?? `E${n}`;
+const NAMES = new Map<number, string>(Object.entries(ERRNO).map(([name, n]) => [n, name]));
+
+export const errnoName = (n: number): string => NAMES.get(n) ?? `E${n}`;
+
+/** Makes `call` again while a signal interrupts it: its result, or -1 with errno set by the real failure. */
+export function uninterrupted(call: () => number | bigint): number {
+  for (;;) {
+    const r = Number(call());
+    if (r >= 0 || errno() !== ERRNO.EINTR) return r;
+  }
+}
 
 /** An error shaped as Node's (code, errno, syscall, path), so callers handle both runtimes alike. */
 export interface ErrnoError extends Error {

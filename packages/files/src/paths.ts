@@ -16,7 +16,10 @@ export function dirnameOf(path: string): string {
 }
 
 /** The last part, as node:path's basename: `/a/b` → `b`. */
-export const basenameOf = (path: string): string => trimmed(path).slice(trimmed(path).lastIndexOf('/') + 1);
+export function basenameOf(path: string): string {
+  const p = trimmed(path);
+  return p.slice(p.lastIndexOf('/') + 1);
+}
 
 /** `name` (one path element) inside `dir`. */
 export const joinName = (dir: string, name: string): string => (dir.endsWith('/') ? `${dir}${name}` : `${dir}/${name}`);

@@ -4,7 +4,7 @@
  * (unix-http.ts), and rtnetlink through bun:ffi instead of `ip` execs for the InfraNIC's links.
  */
 import { closeSync, openSync } from '@ferry/files/fs';
-import { errno, errnoError, libc } from '@ferry/files/libc';
+import { ERRNO, errno, errnoError, libc } from '@ferry/files/libc';
 import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
@@ -16,8 +16,6 @@ import { unixHttpRequest } from './unix-http';
 const LOCK_SH = 1;
 const LOCK_NB = 4;
 const LOCK_UN = 8;
-const EINTR = 4;
-const EWOULDBLOCK = 11;
 
 const run: Runner = async (argv, input) => {
   const p = Bun.spawnSync({
@@ -36,7 +34,8 @@ const run: Runner = async (argv, input) => {
 function tryFlock(fd: number, op: number, path: string): boolean {
   if (libc().flock(fd, op | LOCK_NB) === 0) return true;
   const e = errno();
-  if (e === EWOULDBLOCK || e === EINTR) return false;
+  // EWOULDBLOCK is EAGAIN on Linux.
+  if (e === ERRNO.EAGAIN || e === ERRNO.EINTR) return false;
   throw errnoError('flock', path, e);
 }
 

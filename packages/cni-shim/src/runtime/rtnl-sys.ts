@@ -3,7 +3,7 @@
  * The system calls behind @ferry/net's rtnetlink, through the binary's one libc binding (neither Bun nor
  * Node has netlink sockets or setns).
  */
-import { cstr, errno, libc } from '@ferry/files/libc';
+import { cstr, errno, libc, uninterrupted } from '@ferry/files/libc';
 import { type RtnlSys, SysError } from '@ferry/net/rtnetlink';
 
 const AF_NETLINK = 16;
@@ -16,7 +16,6 @@ const MSG_PEEK = 0x2;
 const MSG_TRUNC = 0x20;
 const SOL_NETLINK = 270;
 const NETLINK_GET_STRICT_CHK = 12;
-const EINTR = 4;
 const ONE = new Int32Array([1]);
 
 function fail(what: string): never {
@@ -55,14 +54,6 @@ function socketIn(netnsFd: number): number {
 }
 
 let recvBuf = Buffer.alloc(32 * 1024);
-
-/** A call made again while a signal interrupts it: its result, or -1 with errno set by the real failure. */
-function uninterrupted(call: () => number | bigint): number {
-  for (;;) {
-    const r = Number(call());
-    if (r >= 0 || errno() !== EINTR) return r;
-  }
-}
 
 export const rtnlSys: RtnlSys = {
   socket: (netnsFd) => (netnsFd === undefined ? netlinkSocket() : socketIn(netnsFd)),

@@ -5,7 +5,7 @@
  * made; the answer is read, blocking this thread, only when asked for, so the caller works while ferryd
  * does (ADD's veth pair, CHECK's reads of the pod).
  */
-import { errno, errnoError, libc } from '@ferry/files/libc';
+import { ERRNO, errno, errnoError, libc } from '@ferry/files/libc';
 import { concatBytes, utf8Encode } from '@ferry/files/utf8';
 import { encodeRequest, HttpProtocolError, parseResponse } from './http1';
 import {
@@ -26,9 +26,7 @@ const MSG_DONTWAIT = 0x40;
 const MSG_NOSIGNAL = 0x4000;
 const POLLIN = 1;
 const POLLOUT = 4;
-const EINTR = 4;
-const EAGAIN = 11;
-const ENAMETOOLONG = 36;
+const { EAGAIN, EINTR, ENAMETOOLONG } = ERRNO;
 /** sun_path's size in struct sockaddr_un, its NUL included. */
 const SUN_PATH_MAX = 108;
 /** ferryd's answers are a few KiB; a runaway peer is cut off here rather than read into memory. */
