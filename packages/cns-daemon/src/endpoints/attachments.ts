@@ -125,14 +125,23 @@ export class Attachments {
    * Callers run it before they read or change attachments, so every ADD whose shim wrote its entry is
    * committed by then. Outside any transaction only: a file is removed once the transaction that
    * promoted it has committed, so a rollback leaves the entry for the next settle (promoting twice is
-   * harmless). A storage failure throws and removes nothing. With `only`, just that attachment's entry:
-   * what an allocation of it must see, one lookup of a file that is usually not there.
+   * harmless). A storage failure throws and removes nothing. With `scope`, only one attachment's entry
+   * (what an allocation of it must see: one lookup of a file that is usually not there) or the files
+   * named (those waitingInJournal() listed; any already settled are skipped).
    */
-  settleJournal(only?: AttachmentKey): { promoted: number; discarded: number } {
+  settleJournal(scope?: { attachment: AttachmentKey } | { names: readonly string[] }): {
+    promoted: number;
+    discarded: number;
+  } {
     const { journal, db, log } = this.#d;
-    const one = only && journal?.read(entryFileNameOf(only.network, only.containerId, only.ifName));
-    const files = only ? (one ? [one] : []) : (journal?.list(this.#d.now()) ?? []);
-    if (!journal || files.length === 0) return { promoted: 0, discarded: 0 };
+    if (!journal) return { promoted: 0, discarded: 0 };
+    const names = !scope
+      ? undefined
+      : 'names' in scope
+        ? scope.names
+        : [entryFileNameOf(scope.attachment.network, scope.attachment.containerId, scope.attachment.ifName)];
+    const files = names ? names.flatMap((n) => journal.read(n) ?? []) : journal.list(this.#d.now());
+    if (files.length === 0) return { promoted: 0, discarded: 0 };
     if (db.inTransaction) throw new CniError(Code.Internal, 'settle the commit journal: called inside a transaction');
     const outcomes = this.#tx(() =>
       files.map((f) => {
@@ -161,6 +170,11 @@ export class Attachments {
     const outcome = { promoted: files.length - discarded, discarded };
     this.#d.onJournalSettled?.(outcome);
     return outcome;
+  }
+
+  /** The names of the journal's files now waiting to be settled (for settleJournal({ names }) later). */
+  waitingInJournal(): string[] {
+    return this.#d.journal?.waiting() ?? [];
   }
 
   /** Records what the shim built. The generation guards against a commit for an older allocation. */

@@ -137,12 +137,17 @@ test("an allocation settles its own attachment's entry first, the others' once i
   const other = writeEntry(h, a, h.clock.now);
   // A stale entry under c2's own name: settled before c2 is allocated, so it cannot be promoted (c2 is new).
   writeEntry(h, { ...a, containerId: 'c2' }, h.clock.now);
-  await allocate(h, 'c2');
+  const c2 = await allocate(h, 'c2');
   expect(readdirSync(journalOf(h))).toEqual([other]);
-  // No request since: the allocation's own settling of the rest promotes c1's.
+  // c2's shim writes its entry once it has the answer, before ferryd's next turn (a loaded node).
+  const own = writeEntry(h, c2, h.clock.now);
+  // No request since: the allocation's own settling of the rest promotes c1's, and only what was there
+  // when it answered: c2's entry waits for the next request, however the two processes were scheduled.
   await new Promise((r) => setImmediate(r));
+  expect(readdirSync(journalOf(h))).toEqual([own]);
+  expect((await endpoint(h, 'c2')).interfaces[0]?.state).toBe('committed');
   expect(readdirSync(journalOf(h))).toEqual([]);
   const metrics = (await h.app.inject({ method: 'GET', url: '/metrics' })).body;
-  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="promoted"} 1');
+  expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="promoted"} 2');
   expect(metrics).toContain('ferry_commit_journal_entries_total{outcome="discarded"} 1');
 });

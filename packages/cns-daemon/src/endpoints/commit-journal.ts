@@ -4,7 +4,7 @@
  * module only reads and removes files. Files are untrusted input (every shim writes here): only regular
  * files named like an entry and small enough are read, never through a symlink.
  */
-import { lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSmallFile } from '@ferry/files/read-small';
 import {
@@ -32,31 +32,26 @@ export class JournalDir {
   /** The entries now in the directory (usually none: each is removed once promoted or discarded). */
   list(nowMs: number): JournalFile[] {
     const out: JournalFile[] = [];
-    let names: string[];
-    try {
-      names = readdirSync(this.dir);
-    } catch (err) {
-      // Removed (or replaced) under ferryd: shims commit over the socket until a restart creates it again.
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-      throw err;
-    }
-    for (const name of names) {
+    for (const name of this.#names()) {
       if (name.startsWith('.tmp-')) {
         this.#removeIfAbandoned(name, nowMs);
         continue;
       }
-      const file = JOURNAL_ENTRY_NAME_RE.test(name)
-        ? readEntry(this.dir, name)
-        : { name, problem: 'not an entry name' };
+      const file = this.read(name);
       if (file) out.push(file);
     }
     return out;
   }
 
+  /** The names of the files now waiting to be settled; a shim's temp file is a write in progress, not one. */
+  waiting(): string[] {
+    return this.#names().filter((name) => !name.startsWith('.tmp-'));
+  }
+
   /** The entry named `name`, or undefined when there is none (the usual case: ADD's own, looked up first). */
   read(name: string): JournalFile | undefined {
-    return readEntry(this.dir, name);
+    if (JOURNAL_ENTRY_NAME_RE.test(name)) return readEntry(this.dir, name);
+    return existsSync(join(this.dir, name)) ? { name, problem: 'not an entry name' } : undefined;
   }
 
   remove(name: string): void {
@@ -64,6 +59,17 @@ export class JournalDir {
       unlinkSync(join(this.dir, name));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+
+  #names(): string[] {
+    try {
+      return readdirSync(this.dir);
+    } catch (err) {
+      // Removed (or replaced) under ferryd: shims commit over the socket until a restart creates it again.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return [];
+      throw err;
     }
   }
 

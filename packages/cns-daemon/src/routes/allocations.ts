@@ -17,17 +17,22 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   storage: Pick<StorageHealth, 'errorOf'>;
 }> = async (app, { attachments, writes, lifecycle, metrics, storage }) => {
   /**
-   * The other attachments' journal entries, promoted once this answer is on its way; once per turn of the
-   * event loop however many allocations it answered (a burst of ADDs).
+   * The journal's files that were there when an answer went out (other pods' entries, on a busy node),
+   * promoted once it is on its way; one settle per turn of the event loop however many allocations it
+   * answered (a burst of ADDs). Only those: an entry written after the answer (this pod's own, soon)
+   * waits for the next request that reads attachments, whatever the timing, as before this settle existed.
    */
-  let settling = false;
-  const settleTheRestSoon = () => {
-    if (settling) return;
-    settling = true;
+  const waiting = new Set<string>();
+  const settleLater = (names: readonly string[]) => {
+    if (names.length === 0) return;
+    const scheduled = waiting.size > 0;
+    for (const name of names) waiting.add(name);
+    if (scheduled) return;
     setImmediate(() => {
-      settling = false;
+      const batch = [...waiting];
+      waiting.clear();
       try {
-        attachments.settleJournal();
+        attachments.settleJournal({ names: batch });
       } catch (err) {
         // Counted and reported by readiness; the next request settles again, before it reads.
         if (!storage.errorOf(err, 'allocate')) app.log.error({ err }, 'promoting commit-journal entries failed');
@@ -51,7 +56,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
       // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
       // busy node) wait until the answer has been written.
-      attachments.settleJournal(req.body);
+      attachments.settleJournal({ attachment: req.body });
       const { plan, created } = await writes.run(() => attachments.allocate(req.body));
       if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(
@@ -65,7 +70,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
         },
         'allocated',
       );
-      settleTheRestSoon();
+      settleLater(attachments.waitingInJournal());
       return plan;
     },
   );
