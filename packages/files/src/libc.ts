@@ -81,15 +81,38 @@ export const ERRNO = {
   EDQUOT: 122,
 } as const;
 
-const NAMES = new Map<number, string>(Object.entries(ERRNO).map(([name, n]) => [n, name]));
-
-export const errnoName = (n: number): string => NAMES.get(n) ?? `E${n}`;
+/** The name of errno `n`: looked up when an error is made, so a run that has none builds no table. */
+export function errnoName(n: number): string {
+  for (const [name, value] of Object.entries(ERRNO)) if (value === n) return name;
+  return `E${n}`;
+}
 
 /** Makes `call` again while a signal interrupts it: its result, or -1 with errno set by the real failure. */
 export function uninterrupted(call: () => number | bigint): number {
   for (;;) {
     const r = Number(call());
     if (r >= 0 || errno() !== ERRNO.EINTR) return r;
+  }
+}
+
+/** poll(2)'s events: readable, writable. */
+export const POLLIN = 1;
+export const POLLOUT = 4;
+
+/**
+ * Waits until `fd` is ready for `events`, or has an error or a hang-up to report: false when the clock
+ * (performance.now()) reaches `until` first. A signal does not end the wait early.
+ */
+export function pollUntil(fd: number, events: number, until: number): boolean {
+  // struct pollfd: int fd, short events, short revents (little-endian: events is the low half).
+  const pollfd = new Int32Array([fd, events]);
+  for (;;) {
+    const left = Math.ceil(until - performance.now());
+    // A zero timeout still reports what is ready now.
+    const n = libc().poll(pollfd, 1, Math.max(0, left));
+    if (n > 0) return true;
+    if (n < 0 && errno() !== ERRNO.EINTR) throw errnoError('poll');
+    if (n === 0 && left <= 0) return false;
   }
 }
 

@@ -4,6 +4,7 @@
 // milliseconds per pod (bench/shim-phases.bench.ts), and node:tty alone ~3 ms, so a terminal on stdin is
 // recognised with fstat instead.
 import { fstatSync, readSync, writeSync } from '@ferry/files/fs';
+import { POLLOUT, pollUntil } from '@ferry/files/libc';
 import { concatBytes, utf8Decode, utf8Encode } from '@ferry/files/utf8';
 import { main } from '../main';
 import { bunRuntime } from '../runtime/bun';
@@ -40,8 +41,20 @@ async function readAll(fd: number): Promise<string> {
   }
 }
 
-/** writeSync may write less than asked on a pipe; the runtime reads the whole document. */
+/**
+ * writeSync may write less than asked on a pipe; the runtime reads the whole document. A non-blocking pipe
+ * that is full fails with EAGAIN: the write waits for room, up to a minute (a runtime that reads nothing
+ * for that long has given up on this plugin).
+ */
 function writeAll(fd: number, text: string): void {
   let buf = utf8Encode(text);
-  while (buf.length > 0) buf = buf.subarray(writeSync(fd, buf));
+  const until = performance.now() + 60_000;
+  while (buf.length > 0) {
+    try {
+      buf = buf.subarray(writeSync(fd, buf));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') throw err;
+      if (!pollUntil(fd, POLLOUT, until)) throw err;
+    }
+  }
 }

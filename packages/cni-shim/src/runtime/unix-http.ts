@@ -5,7 +5,7 @@
  * made; the answer is read, blocking this thread, only when asked for, so the caller works while ferryd
  * does (ADD's veth pair, CHECK's reads of the pod).
  */
-import { ERRNO, errno, errnoError, libc } from '@ferry/files/libc';
+import { ERRNO, errno, errnoError, libc, POLLIN, POLLOUT, pollUntil } from '@ferry/files/libc';
 import { concatBytes, utf8Encode } from '@ferry/files/utf8';
 import { encodeRequest, HttpProtocolError, parseResponse } from './http1';
 import {
@@ -24,8 +24,6 @@ const SOL_SOCKET = 1;
 const SO_SNDTIMEO = 21;
 const MSG_DONTWAIT = 0x40;
 const MSG_NOSIGNAL = 0x4000;
-const POLLIN = 1;
-const POLLOUT = 4;
 const { EAGAIN, EINTR, ENAMETOOLONG } = ERRNO;
 /** sun_path's size in struct sockaddr_un, its NUL included. */
 const SUN_PATH_MAX = 108;
@@ -147,16 +145,8 @@ function receive(fd: number, until: number): HttpResponse {
 
 /** Waits until `fd` is ready for `events` (or has an error or hang-up to report), at most until `until`. */
 function waitFor(fd: number, events: number, until: number): void {
-  // struct pollfd: int fd, short events, short revents (little-endian: events is the low half).
-  const pollfd = new Int32Array([fd, events]);
-  for (;;) {
-    const left = Math.ceil(until - performance.now());
-    // A zero timeout still reports what is ready now: an answer that came while the caller worked.
-    const n = libc().poll(pollfd, 1, Math.max(0, left));
-    if (n > 0) return;
-    if (n < 0 && errno() !== EINTR) throw errnoError('poll');
-    if (n === 0 && left <= 0) throw new OutOfTime();
-  }
+  // An answer that came while the caller worked is reported even when the time is up.
+  if (!pollUntil(fd, events, until)) throw new OutOfTime();
 }
 
 function unreachable(o: RequestOptions, err: unknown): UnreachableError {
