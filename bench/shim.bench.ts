@@ -186,6 +186,7 @@ async function inside(node: BenchNode): Promise<void> {
   }
   const [f, r] = await measureBoth(node);
   const wall = (ops: Op[]) => ops.map((o) => o.wallMs);
+  const cpu = (ops: Op[]) => ops.map((o) => o.cpuMs);
   const cpuSum = (ops: Op[]) => ops.reduce((s, o) => s + o.cpuMs, 0);
   const pluginCpu = (x: Figures) => (cpuSum(x.add) + cpuSum(x.check) + cpuSum(x.del)) / PODS;
   const row = (what: string, a: number, b: number, digits = 1) => [what, fmt(a, digits), fmt(b, digits), fmt(a / b, 2)];
@@ -198,12 +199,9 @@ async function inside(node: BenchNode): Promise<void> {
       row('CHECK p50', median(wall(f.check)), median(wall(r.check))),
       row('DEL p50', median(wall(f.del)), median(wall(r.del))),
       row('DEL p95', percentile(wall(f.del), 95), percentile(wall(r.del), 95)),
-      row(
-        'CPU per ADD (plugin processes, p50)',
-        median(f.add.map((o) => o.cpuMs)),
-        median(r.add.map((o) => o.cpuMs)),
-        2,
-      ),
+      row('CPU per ADD (plugin processes, p50)', median(cpu(f.add)), median(cpu(r.add)), 2),
+      row('CPU per CHECK (plugin processes, p50)', median(cpu(f.check)), median(cpu(r.check)), 2),
+      row('CPU per DEL (plugin processes, p50)', median(cpu(f.del)), median(cpu(r.del)), 2),
       row('node CPU per pod: plugin processes', pluginCpu(f), pluginCpu(r), 2),
       row('node CPU per pod: daemon', f.daemonCpuMs / PODS, r.daemonCpuMs / PODS, 2),
       row(

@@ -19,7 +19,7 @@ export const OUTPUTS = {
 /** The files a build reads: every package's sources (not its tests) and manifests, the lockfile, this script. */
 function inputFiles(root) {
   const files = ['package.json', 'pnpm-lock.yaml', 'tsconfig.json', 'tsconfig.base.json'];
-  files.push('scripts/build.mjs', 'scripts/build-manifest.mjs');
+  files.push('scripts/build.mjs', 'scripts/build-manifest.mjs', 'scripts/compile-shim.mjs');
   const walk = (dir) => {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);

@@ -3,23 +3,12 @@
 // ferry-cni is one self-contained executable (bun build --compile, see docs/shipping.md for the numbers
 // that chose it); ferryd and ferryctl are Node bundles with their native addons copied to dist/lib.
 import { execFileSync } from 'node:child_process';
-import {
-  chmodSync,
-  closeSync,
-  copyFileSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { recordBuild, sourcesFingerprint } from './build-manifest.mjs';
+import { compileShim } from './compile-shim.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const bin = join(root, 'dist', 'bin');
@@ -63,24 +52,6 @@ function nodeBundle(entry, name, { launcher = true, splitting = false } = {}) {
   chmodSync(file, 0o755);
 }
 
-/**
- * Moves a compiled executable into place written as `ferryctl install` writes it, in 16 KiB writes
- * (EXECUTABLE_WRITE_BYTES, packages/files/src/atomic.ts): the page cache keeps it in folios no larger, and
- * the tests and benchmarks exec it as nodes do, not in the large folios of the compiler's big writes, which
- * an exec maps whole (~6 MiB more RSS per ferry-cni run).
- */
-function writeExecutable(from, to) {
-  const bytes = readFileSync(from);
-  rmSync(to, { force: true });
-  const fd = openSync(to, 'wx', 0o755);
-  try {
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, Math.min(16 * 1024, bytes.length - at));
-  } finally {
-    closeSync(fd);
-  }
-  rmSync(from);
-}
-
 if (wants('ferryd')) {
   // Chunks carry a content hash in their name: those of an earlier build would stay behind unused.
   for (const f of readdirSync(lib)) if (/-[a-z0-9]{8}\.mjs(\.map)?$/.test(f)) rmSync(join(lib, f));
@@ -97,26 +68,6 @@ if (wants('ferryctl')) {
 if (wants('ferry-cni')) {
   // The same shim through the Node runtime, for the e2e suite only (not an entry point).
   nodeBundle('packages/cni-shim/src/bin/ferry-cni-node.ts', 'ferry-cni-node', { launcher: false });
-  run([
-    'build',
-    'packages/cni-shim/src/bin/ferry-cni.ts',
-    '--compile',
-    // Each dynamic import becomes its own chunk inside the executable, loaded only when that command
-    // needs it: a run no longer deserialises the whole bundle (zod, every command) at start-up.
-    '--splitting',
-    '--minify',
-    '--bytecode',
-    '--format=esm',
-    // The runtime's working directory is not ours: never read a .env or bunfig.toml from it.
-    '--no-compile-autoload-dotenv',
-    '--no-compile-autoload-bunfig',
-    // A shim lives for tens of milliseconds: JIT tiers cost CPU that never pays back. Ten times the
-    // tier-up thresholds cut CPU per ADD by a fifth; a thousand times (the JIT practically never runs)
-    // another 0.4–0.9 ms (bench/shim-phases.bench.ts "CPU of the exec", four alternating runs).
-    '--compile-jit-policy=1000',
-    '--outfile',
-    join(lib, 'ferry-cni.compiled'),
-  ]);
-  writeExecutable(join(lib, 'ferry-cni.compiled'), join(bin, 'ferry-cni'));
+  compileShim('packages/cni-shim/src/bin/ferry-cni.ts', join(bin, 'ferry-cni'));
   recordBuild(root, 'ferry-cni', sources);
 }

@@ -18,7 +18,7 @@ const K = new Int32Array([
 
 /** SHA-256 of UTF-8 `text`, as 64 lower-case hex digits. */
 export function sha256Hex(text: string): string {
-  // Written for the interpreter the shim runs in (its JIT practically never starts, see scripts/build.mjs):
+  // Written for the interpreter the shim runs in (its JIT practically never starts, see scripts/compile-shim.mjs):
   // rotations inline and no DataView, because every call there costs as much as a dozen operations.
   const data = utf8Encode(text);
   // The message, a 1 bit, zeros, and its length in bits (big-endian, 64 bits) fill whole 64-byte blocks.

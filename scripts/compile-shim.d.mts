@@ -1,0 +1,1 @@
+export function compileShim(entry: string, to: string): void;
