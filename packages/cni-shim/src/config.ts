@@ -19,8 +19,8 @@ import { declaredVersion } from './stdin';
 
 export type ShimConf = NetConf & { cniVersion: CniVersion };
 
-/** Go's %q of a string slice, as skel prints the supported versions. */
-const SUPPORTED_Q = `[${SUPPORTED_VERSIONS.map((v) => `"${v}"`).join(' ')}]`;
+/** Go's %q of a string slice, as skel prints the supported versions (made when needed: an error's text). */
+const supportedQ = () => `[${SUPPORTED_VERSIONS.map((v) => `"${v}"`).join(' ')}]`;
 
 /** Validates the decoded stdin (stdin.ts decodes it, once) for `command`. */
 export async function parseNetConf(doc: Record<string, unknown>, command: Command): Promise<ShimConf> {
@@ -29,7 +29,7 @@ export async function parseNetConf(doc: Record<string, unknown>, command: Comman
     throw new CniError(
       Code.IncompatibleVersion,
       'incompatible CNI versions',
-      `config is "${version}", plugin supports ${SUPPORTED_Q}`,
+      `config is "${version}", plugin supports ${supportedQ()}`,
     );
   }
   requireVersionFor(command, version);
