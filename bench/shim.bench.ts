@@ -16,7 +16,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
+import { type BenchFerryd, type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
 import { exec, type Op, peakRssKiB, processCpuMs, sh } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
@@ -27,27 +27,38 @@ const ROUNDS = Number(process.env.ROUNDS ?? 3);
 
 interface Impl {
   name: string;
+  /** Tells the implementations' container ids (and so their host veths) apart. */
+  tag: string;
   argv: string[];
   cniPath: string;
   conf: (node: BenchNode) => Record<string, unknown>;
+  /** Ferry's daemon, whose CPU is counted with the plugin's; the reference has none. */
+  ferryd?: BenchFerryd;
 }
 
-const FERRY: Impl = {
-  name: 'ferry',
-  argv: [join(BIN, 'ferry-cni')],
-  cniPath: BIN,
-  conf: (node) => ({
-    cniVersion: '1.0.0',
-    name: 'ferry',
-    type: 'ferry-cni',
-    daemonSocket: node.socket,
-    logFile: join(node.dir, 'cni.log'),
-    // As a node's conflist and ferryd's config agree: the commit journal sits next to this queue.
-    deleteQueue: node.deleteQueue,
-  }),
-};
+/** ferry-cni of `bin` talking to `ferryd`. */
+function ferryImpl(name: string, tag: string, bin: string, ferryd: BenchFerryd): Impl {
+  return {
+    name,
+    tag,
+    argv: [join(bin, 'ferry-cni')],
+    cniPath: bin,
+    ferryd,
+    conf: () => ({
+      cniVersion: '1.0.0',
+      name: 'ferry',
+      type: 'ferry-cni',
+      daemonSocket: ferryd.socket,
+      logFile: join(ferryd.dir, 'cni.log'),
+      // As a node's conflist and ferryd's config agree: the commit journal sits next to this queue.
+      deleteQueue: ferryd.deleteQueue,
+    }),
+  };
+}
+
 const REFERENCE: Impl = {
   name: 'ptp+host-local',
+  tag: 'r',
   argv: [join(REF, 'ptp')],
   cniPath: REF,
   conf: (node) => ({
@@ -70,7 +81,7 @@ function opArgs(impl: Impl, node: BenchNode, command: string, netns: string, i: 
   const env = {
     PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
     CNI_COMMAND: command,
-    CNI_CONTAINERID: `bench${impl.name.length}x${i}`,
+    CNI_CONTAINERID: `bench${impl.tag}x${i}`,
     CNI_NETNS: netns,
     CNI_IFNAME: 'eth0',
     CNI_PATH: impl.cniPath,
@@ -106,8 +117,8 @@ function nodeLinksLeft(): string[] {
   return links.map((l) => l.ifname).filter((n) => n !== 'lo');
 }
 
-async function ferrydEndpointsLeft(node: BenchNode): Promise<number> {
-  const r = await fetch('http://ferryd/v1/operator/endpoints', { unix: node.socket });
+async function ferrydEndpointsLeft(ferryd: BenchFerryd): Promise<number> {
+  const r = await fetch('http://ferryd/v1/operator/endpoints', { unix: ferryd.socket });
   return ((await r.json()) as { endpoints: unknown[] }).endpoints.length;
 }
 
@@ -123,18 +134,17 @@ interface Figures {
 }
 
 /**
- * Both plugins step by step, alternating, so that a busy spell of the shared machine hits both alike:
- * pod i's ADD by Ferry, then by the reference, and so on; bursts alternate too, ROUNDS times, and their
- * medians are kept. ferryd's CPU is read around the sequential part, where it serves only Ferry.
+ * The plugins step by step, alternating, so that a busy spell of the shared machine hits all alike: pod i's
+ * ADD by Ferry, then by the compared build (COMPARE=), then by the reference, and so on; bursts alternate
+ * too, ROUNDS times, and their medians are kept. Each ferryd's CPU is read around the sequential part.
  */
-async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
-  const impls = [FERRY, REFERENCE] as const;
-  const pods = impls.map((impl) => makePods(node, Math.max(PODS, BURST), impl === FERRY ? 'f' : 'r'));
+async function measureAll(node: BenchNode, impls: readonly Impl[]): Promise<Figures[]> {
+  const pods = impls.map((impl) => makePods(node, Math.max(PODS, BURST), impl.tag));
   const figures = impls.map(
     (): Figures => ({ add: [], check: [], del: [], daemonCpuMs: 0, burstAddMs: 0, burstDelMs: 0, rssMiB: 0 }),
-  ) as [Figures, Figures];
+  );
   try {
-    const ferrydCpu0 = processCpuMs(node.ferrydPid);
+    const cpu0 = impls.map((impl) => (impl.ferryd ? processCpuMs(impl.ferryd.ferrydPid) : 0));
     for (const command of ['ADD', 'CHECK', 'DEL'] as const) {
       for (let i = 0; i < PODS; i++) {
         for (const [k, impl] of impls.entries()) {
@@ -146,7 +156,9 @@ async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
         }
       }
     }
-    figures[0].daemonCpuMs = processCpuMs(node.ferrydPid) - ferrydCpu0;
+    for (const [k, impl] of impls.entries()) {
+      if (impl.ferryd) (figures[k] as Figures).daemonCpuMs = processCpuMs(impl.ferryd.ferrydPid) - (cpu0[k] ?? 0);
+    }
     const bursts: number[][][] = impls.map(() => [[], []]);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [k, impl] of impls.entries()) {
@@ -161,8 +173,10 @@ async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
         if (left.length > 0) throw new Error(`${impl.name}: links left after the burst DEL: ${left.join(' ')}`);
       }
     }
-    const endpoints = await ferrydEndpointsLeft(node);
-    if (endpoints !== 0) throw new Error(`ferryd still holds ${endpoints} endpoints after the bursts`);
+    for (const impl of impls) {
+      const endpoints = impl.ferryd ? await ferrydEndpointsLeft(impl.ferryd) : 0;
+      if (endpoints !== 0) throw new Error(`${impl.name}: ferryd still holds ${endpoints} endpoints after the bursts`);
+    }
     for (const [k, impl] of impls.entries()) {
       const f = figures[k] as Figures;
       f.burstAddMs = median(bursts[k]?.[0] ?? []);
@@ -177,49 +191,65 @@ async function measureBoth(node: BenchNode): Promise<[Figures, Figures]> {
 
 async function inside(node: BenchNode): Promise<void> {
   mkdirSync(join(node.dir, 'host-local'), { recursive: true });
-  // Warm both (page cache, first-run costs), then measure each in turn.
-  for (const impl of [FERRY, REFERENCE]) {
-    const [p] = makePods(node, 1, `w${impl.name.length}`);
+  const ferry = ferryImpl('ferry', 'f', BIN, node);
+  const compare = node.compare ? ferryImpl('compare', 'c', node.compare.bin, node.compare) : undefined;
+  const impls = [ferry, ...(compare ? [compare] : []), REFERENCE];
+  // Warm every plugin (page cache, first-run costs), then measure them in turn.
+  for (const impl of impls) {
+    const [p] = makePods(node, 1, `w${impl.tag}`);
     must(await op(impl, node, 'ADD', p as string, 999_999), 'warm-up ADD');
     must(await op(impl, node, 'DEL', p as string, 999_999), 'warm-up DEL');
     dropPods([p as string]);
   }
-  const [f, r] = await measureBoth(node);
+  const figures = await measureAll(node, impls);
+  const f = figures[0] as Figures;
+  const c = compare ? (figures[1] as Figures) : undefined;
+  const r = figures.at(-1) as Figures;
   const wall = (ops: Op[]) => ops.map((o) => o.wallMs);
   const cpu = (ops: Op[]) => ops.map((o) => o.cpuMs);
   const cpuSum = (ops: Op[]) => ops.reduce((s, o) => s + o.cpuMs, 0);
   const pluginCpu = (x: Figures) => (cpuSum(x.add) + cpuSum(x.check) + cpuSum(x.del)) / PODS;
-  const row = (what: string, a: number, b: number, digits = 1) => [what, fmt(a, digits), fmt(b, digits), fmt(a / b, 2)];
+  const lifecycleCpu = (x: Figures) => pluginCpu(x) + x.daemonCpuMs / PODS;
+  /** One measure for every implementation, then ferry/reference (and ferry/compare with COMPARE). */
+  const row = (what: string, of: (x: Figures) => number, digits = 1) => {
+    const ours = of(f);
+    const theirs = of(r);
+    const compared = c ? of(c) : undefined;
+    return [
+      what,
+      fmt(ours, digits),
+      ...(compared === undefined ? [] : [fmt(compared, digits)]),
+      fmt(theirs, digits),
+      theirs === 0 ? '-' : fmt(ours / theirs, 2),
+      ...(compared === undefined ? [] : [compared === 0 ? '-' : fmt(ours / compared, 3)]),
+    ];
+  };
   printTable(
     `ferry-cni vs ${REFERENCE.name}, ipMasq false, IPv4-only both (${PODS} pods sequential, alternating; bursts: ${ROUNDS} rounds; medians; ms)`,
-    ['measure', 'ferry', 'reference', 'ratio'],
+    ['measure', 'ferry', ...(c ? ['compare'] : []), 'reference', 'ratio', ...(c ? ['ferry/compare'] : [])],
     [
-      row('ADD p50', median(wall(f.add)), median(wall(r.add))),
-      row('ADD p95', percentile(wall(f.add), 95), percentile(wall(r.add), 95)),
-      row('CHECK p50', median(wall(f.check)), median(wall(r.check))),
-      row('DEL p50', median(wall(f.del)), median(wall(r.del))),
-      row('DEL p95', percentile(wall(f.del), 95), percentile(wall(r.del), 95)),
-      row('CPU per ADD (plugin processes, p50)', median(cpu(f.add)), median(cpu(r.add)), 2),
-      row('CPU per CHECK (plugin processes, p50)', median(cpu(f.check)), median(cpu(r.check)), 2),
-      row('CPU per DEL (plugin processes, p50)', median(cpu(f.del)), median(cpu(r.del)), 2),
-      row('node CPU per pod: plugin processes', pluginCpu(f), pluginCpu(r), 2),
-      row('node CPU per pod: daemon', f.daemonCpuMs / PODS, r.daemonCpuMs / PODS, 2),
-      row(
-        'node CPU per pod lifecycle (sum)',
-        pluginCpu(f) + f.daemonCpuMs / PODS,
-        pluginCpu(r) + r.daemonCpuMs / PODS,
-        2,
-      ),
-      row(`${BURST}-pod burst ADD wall`, f.burstAddMs, r.burstAddMs, 0),
-      row(`${BURST}-pod burst DEL wall`, f.burstDelMs, r.burstDelMs, 0),
-      row('peak RSS of one exec (MiB)', f.rssMiB, r.rssMiB),
+      row('ADD p50', (x) => median(wall(x.add))),
+      row('ADD p95', (x) => percentile(wall(x.add), 95)),
+      row('CHECK p50', (x) => median(wall(x.check))),
+      row('DEL p50', (x) => median(wall(x.del))),
+      row('DEL p95', (x) => percentile(wall(x.del), 95)),
+      row('CPU per ADD (plugin processes, p50)', (x) => median(cpu(x.add)), 2),
+      row('CPU per CHECK (plugin processes, p50)', (x) => median(cpu(x.check)), 2),
+      row('CPU per DEL (plugin processes, p50)', (x) => median(cpu(x.del)), 2),
+      row('node CPU per pod: plugin processes', pluginCpu, 2),
+      row('node CPU per pod: daemon', (x) => x.daemonCpuMs / PODS, 2),
+      row('node CPU per pod lifecycle (sum)', lifecycleCpu, 2),
+      row(`${BURST}-pod burst ADD wall`, (x) => x.burstAddMs, 0),
+      row(`${BURST}-pod burst DEL wall`, (x) => x.burstDelMs, 0),
+      row('peak RSS of one exec (MiB)', (x) => x.rssMiB),
     ],
   );
   console.log(
     '\nreference = ptp exec (ipMasq false, host-local IPAM with a default route), which execs host-local; ferry = ferry-cni exec' +
       ' + ferryd round trips. Node CPU per pod = (CPU of every ADD, CHECK and DEL exec with the processes it waited for,' +
       ' + ferryd utime+stime over the sequential run) / pods. After every burst DEL no link is left in the node namespace' +
-      ' and ferryd holds no endpoint (checked).',
+      ' and ferryd holds no endpoint (checked).' +
+      (compare ? ` compare = ${node.compare?.bin} with its own ferryd, alternating with the others.` : ''),
   );
 }
 

@@ -12,15 +12,26 @@ export const ROOT = join(import.meta.dir, '..', '..');
 export const BIN = join(ROOT, 'dist', 'bin');
 export const REF = '/usr/lib/cni';
 
-export interface BenchNode {
+export interface BenchFerryd {
   dir: string;
   socket: string;
   /** ferryd's delete queue (the shim's conflist must name it: the default is the machine's own). */
   deleteQueue: string;
-  netns: string;
   /** ferryd's process id (nsenter and env exec it in place): for its CPU from /proc, or to kill it. */
   ferrydPid: number;
 }
+
+export interface BenchNode extends BenchFerryd {
+  netns: string;
+  /**
+   * A second ferry build measured in the same run (COMPARE=<checkout with a built dist/>): its own ferryd,
+   * state and pool (10.246.0.0/16), so the two never share an address or a host route.
+   */
+  compare?: BenchFerryd & { bin: string };
+}
+
+/** COMPARE names another checkout whose dist/bin is measured beside this one's. */
+const COMPARE_BIN = process.env.COMPARE ? join(process.env.COMPARE, 'dist', 'bin') : undefined;
 
 /** In the outer process: set up, re-run this script inside the node netns, tear down. Returns the exit code. */
 export async function runInsideNode(script: string, ferrydConfig: Record<string, unknown> = {}): Promise<number> {
@@ -30,56 +41,71 @@ export async function runInsideNode(script: string, ferrydConfig: Record<string,
   mkdirSync(dir, { recursive: true });
   sh(['ip', 'netns', 'add', name]);
   const netns = `/var/run/netns/${name}`;
-  let ferryd: ReturnType<typeof Bun.spawn> | undefined;
+  const ferryds: ReturnType<typeof Bun.spawn>[] = [];
   try {
     sh(['nsenter', `--net=${netns}`, 'ip', 'link', 'set', 'lo', 'up']);
     sh(['nsenter', `--net=${netns}`, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo']);
-    const socket = join(dir, 'run', 'ferryd.sock');
-    const deleteQueue = join(dir, 'lib', 'queue');
-    const config = {
-      socket,
-      database: join(dir, 'lib', 'ferry.db'),
-      deleteQueue,
-      logLevel: 'warn',
-      networks: [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/16' } }],
-      ...ferrydConfig,
-    };
-    writeFileSync(join(dir, 'ferryd.json'), JSON.stringify(config));
-    ferryd = Bun.spawn({
-      cmd: ['nsenter', `--net=${netns}`, join(BIN, 'ferryd'), '--config', join(dir, 'ferryd.json')],
-      stdout: Bun.file(join(dir, 'ferryd.log')),
-      stderr: Bun.file(join(dir, 'ferryd.log')),
-    });
-    for (let i = 0; i < 200; i++) {
-      const r = await fetch('http://ferryd/readyz', { unix: socket }).catch(() => undefined);
-      if (r?.status === 200) break;
-      await Bun.sleep(50);
-    }
+    const main = await startFerryd(BIN, dir, netns, '10.244.0.0/16', ferrydConfig, ferryds);
+    const compare = COMPARE_BIN
+      ? {
+          bin: COMPARE_BIN,
+          ...(await startFerryd(COMPARE_BIN, join(dir, 'compare'), netns, '10.246.0.0/16', ferrydConfig, ferryds)),
+        }
+      : undefined;
     const child = Bun.spawn({
       cmd: ['nsenter', `--net=${netns}`, process.execPath, 'run', script],
       env: {
         ...process.env,
-        FERRY_BENCH_NODE: JSON.stringify({
-          dir,
-          socket,
-          deleteQueue,
-          netns,
-          ferrydPid: ferryd.pid,
-        } satisfies BenchNode),
+        FERRY_BENCH_NODE: JSON.stringify({ ...main, netns, ...(compare ? { compare } : {}) } satisfies BenchNode),
       },
       stdout: 'inherit',
       stderr: 'inherit',
     });
     return await child.exited;
   } finally {
-    ferryd?.kill('SIGTERM');
-    await ferryd?.exited;
+    for (const ferryd of ferryds) ferryd.kill('SIGTERM');
+    await Promise.all(ferryds.map((f) => f.exited));
     for (const ns of sh(['ip', 'netns', 'list']).split('\n')) {
       const n = ns.split(' ')[0] ?? '';
       if (n.startsWith(`ferry-b-`) && n.includes(id)) sh(['ip', 'netns', 'del', n]);
     }
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Starts the ferryd of `bin` in the node namespace, its state under `dir`, and waits until it is ready. */
+async function startFerryd(
+  bin: string,
+  dir: string,
+  netns: string,
+  subnet: string,
+  ferrydConfig: Record<string, unknown>,
+  started: ReturnType<typeof Bun.spawn>[],
+): Promise<BenchFerryd> {
+  mkdirSync(dir, { recursive: true });
+  const socket = join(dir, 'run', 'ferryd.sock');
+  const deleteQueue = join(dir, 'lib', 'queue');
+  const config = {
+    socket,
+    database: join(dir, 'lib', 'ferry.db'),
+    deleteQueue,
+    logLevel: 'warn',
+    networks: [{ name: 'ferry', ipv4: { subnet } }],
+    ...ferrydConfig,
+  };
+  writeFileSync(join(dir, 'ferryd.json'), JSON.stringify(config));
+  const ferryd = Bun.spawn({
+    cmd: ['nsenter', `--net=${netns}`, join(bin, 'ferryd'), '--config', join(dir, 'ferryd.json')],
+    stdout: Bun.file(join(dir, 'ferryd.log')),
+    stderr: Bun.file(join(dir, 'ferryd.log')),
+  });
+  started.push(ferryd);
+  for (let i = 0; i < 200; i++) {
+    const r = await fetch('http://ferryd/readyz', { unix: socket }).catch(() => undefined);
+    if (r?.status === 200) break;
+    await Bun.sleep(50);
+  }
+  return { dir, socket, deleteQueue, ferrydPid: ferryd.pid };
 }
 
 /** In the inner process: where the node's pieces are, or undefined when not yet inside. */
