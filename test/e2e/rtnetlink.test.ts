@@ -8,6 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { execa } from 'execa';
 import { expect, test } from 'vitest';
+import { type BatchOp, IpBatch, Iproute2, NetError, type NetErrorKind, netnsAt } from '../../packages/net/src/index';
+import { nodeRunner } from '../../packages/net/src/node-runner';
 import { addresses, link, linkNames, routes } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { ROOT } from '../fixtures/paths';
@@ -256,4 +258,66 @@ test("failures carry their kind and the kernel's reason and name the op; a link 
   expect(peerGone).toMatchObject({ kind: 'no-netns', failedLine: 0 });
   // The process went back to the node's namespace after every pod-side socket: the node is untouched.
   expect(await linkNames(node)).toEqual(['lo']);
+});
+
+test('iproute2 and rtnetlink give the same failure the same kind, on the same line', async (t) => {
+  const node = await useNetns(t, 'node');
+  const pod = await useNetns(t, 'pod');
+  const gone = await useNetns(t, 'gone');
+  await removeNetns(gone.name);
+  const notNetns = `${useTmpDir(t)}/netns`;
+  writeFileSync(notNetns, '');
+  await buildPair(node, pod);
+  const veth = (peerNetns: string): BatchOp => ({
+    op: 'addVeth',
+    spec: { name: 'fry1t', peer: { name: 'eth0', netns: peerNetns } },
+  });
+  const cases: { what: string; netns: string; ops: BatchOp[]; kind: NetErrorKind; failedLine?: number }[] = [
+    { what: 'a veth whose peer name the pod has', netns: 'self', ops: [veth(pod.path)], kind: 'exists', failedLine: 0 },
+    {
+      what: 'a route that is there, on the second line',
+      netns: 'self',
+      ops: [
+        { op: 'setUp', dev: 'fry0t' },
+        { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
+      ],
+      kind: 'exists',
+      failedLine: 1,
+    },
+    {
+      what: 'a device that is not there',
+      netns: pod.path,
+      ops: [{ op: 'setUp', dev: 'nope0' }],
+      kind: 'no-device',
+      failedLine: 0,
+    },
+    // iproute2 exits on an unopenable `netns PATH` without naming the line, so only the kind is compared.
+    { what: "a veth whose peer's namespace is gone", netns: 'self', ops: [veth(gone.path)], kind: 'no-netns' },
+    { what: 'a namespace that is gone', netns: gone.path, ops: [{ op: 'setUp', dev: 'eth0' }], kind: 'no-netns' },
+    { what: 'a path that is no namespace', netns: notNetns, ops: [{ op: 'setUp', dev: 'eth0' }], kind: 'no-netns' },
+  ];
+  const iproute2 = new Iproute2(nodeRunner);
+  // rtnl-apply's "self" is the node's namespace; this process is in the machine's, so iproute2 is sent there.
+  const nsOf = (netns: string) => netnsAt(netns === 'self' ? node.path : netns);
+  for (const c of cases) {
+    const viaRtnl = await rtnl(node, { netns: c.netns, ops: c.ops });
+    const batch = new IpBatch();
+    batch.ops.push(...c.ops);
+    const viaIproute2: unknown = await iproute2
+      .apply(nsOf(c.netns), batch, 'apply test batch')
+      .catch((e: unknown) => e);
+    if (!(viaIproute2 instanceof NetError)) throw new Error(`${c.what}: iproute2 did not fail with a NetError`);
+    expect(viaRtnl.kind, `${c.what}, rtnetlink`).toBe(c.kind);
+    expect(viaIproute2.kind, `${c.what}, iproute2`).toBe(c.kind);
+    if (c.failedLine !== undefined) {
+      expect(viaRtnl.failedLine, `${c.what}, rtnetlink`).toBe(c.failedLine);
+      expect(viaIproute2.failedLine, `${c.what}, iproute2`).toBe(c.failedLine);
+    }
+  }
+  // A link that is not there, deleted.
+  expect(await rtnl(node, { netns: pod.path, deleteLink: 'nope0' })).toMatchObject({ kind: 'no-device' });
+  await expect(iproute2.deleteLink(netnsAt(pod.path), 'nope0')).rejects.toMatchObject({ kind: 'no-device' });
+  // None of it changed a link.
+  expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
+  expect(await linkNames(pod)).toEqual(['eth0', 'lo']);
 });
