@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import pino from 'pino';
 import { ClusterController } from '../packages/cns-daemon/src/cluster/controller';
 import type { Peer, PeerSource, PeersListener } from '../packages/cns-daemon/src/cluster/peers';
-import { Ip, netnsAt } from '../packages/net/src/index';
+import { Ip, Iproute2, netnsAt } from '../packages/net/src/index';
 import { nodeRunner } from '../packages/net/src/node-runner';
 import type { ClusterConfig } from '../packages/shared-types/src/config/ferryd';
 import { sh } from './lib/proc';
@@ -93,7 +93,7 @@ async function run(routing: 'host-gw' | 'vxlan'): Promise<string[][]> {
         config,
         ownPodCIDRs: ['10.127.0.0/24', 'fd00:10::/64'],
         source,
-        ip: new Ip(nodeRunner),
+        ip: new Ip(new Iproute2(nodeRunner)),
         ns,
         log: pino({ level: 'warn' }),
         now: Date.now,

@@ -1,14 +1,19 @@
 /**
  * @ferry/net's rtnetlink layer, run by Bun through bun:ffi exactly as the shipped shim runs it, in real
  * namespaces: what the kernel shows afterwards (the tests' own `ip -j`) must be what the batch asked for,
- * link by link, address by address, route by route, neighbour by neighbour; and failures must read as
- * iproute2's do, naming the op that failed.
+ * link by link, address by address, route by route, neighbour by neighbour; and failures must carry the
+ * kind the kernel's errno says, name the op that failed and give the kernel's reason.
  */
+
+import { writeFileSync } from 'node:fs';
 import { execa } from 'execa';
 import { expect, test } from 'vitest';
+import { type BatchOp, IpBatch, Iproute2, NetError, type NetErrorKind, netnsAt } from '../../packages/net/src/index';
+import { nodeRunner } from '../../packages/net/src/node-runner';
 import { addresses, link, linkNames, routes } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { ROOT } from '../fixtures/paths';
+import { useTmpDir } from '../fixtures/tmp';
 
 const BUN = `${ROOT}/node_modules/.bin/bun`;
 const HOST_MAC = 'ee:ee:ee:ee:ee:ee';
@@ -16,11 +21,12 @@ const POD_MAC = '02:42:0a:f4:00:05';
 
 interface Outcome {
   shown?: unknown[][];
-  deleted?: 'deleted' | 'absent';
-  routes?: unknown[] | 'absent';
+  deleted?: true;
+  routes?: unknown[];
   /** Bytes the kernel sent for a routesOf. */
   received?: number;
   error?: string;
+  kind?: string;
   failedLine?: number | null;
 }
 
@@ -178,7 +184,8 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
       expect.objectContaining({ dst: 'fd00:10:244::5', dev: 'fry0t' }),
     ]),
   );
-  expect((await rtnl(node, { netns: 'self', routesOf: 'nope0' })).routes).toBe('absent');
+  // No such link: its kind, which Ip turns into no routes.
+  expect(await rtnl(node, { netns: 'self', routesOf: 'nope0' })).toMatchObject({ kind: 'no-device' });
 
   // Traffic flows: the pod reaches the host side's address through its gateway.
   await inNetns(node, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo');
@@ -189,7 +196,7 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
   expect(ping.exitCode, ping.stdout).toBe(0);
 });
 
-test('failures read as iproute2 reads them and name the op; a link deleted twice is absent the second time', async (t) => {
+test("failures carry their kind and the kernel's reason and name the op; a link deleted twice is not there the second time", async (t) => {
   const node = await useNetns(t, 'node');
   const pod = await useNetns(t, 'pod');
   await buildPair(node, pod);
@@ -199,8 +206,8 @@ test('failures read as iproute2 reads them and name the op; a link deleted twice
     netns: 'self',
     ops: [{ op: 'addVeth', spec: { name: 'fry1t', peer: { name: 'eth0', netns: pod.path } } }],
   });
-  expect(clash).toMatchObject({ failedLine: 0 });
-  expect(clash.error).toMatch(/File exists/);
+  expect(clash).toMatchObject({ kind: 'exists', failedLine: 0 });
+  expect(clash.error).toMatch(/: File exists$/);
   expect(clash.error).toContain('ip link add fry1t type veth peer name eth0');
   expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
 
@@ -212,24 +219,105 @@ test('failures read as iproute2 reads them and name the op; a link deleted twice
       { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
     ],
   });
-  expect(again).toMatchObject({ failedLine: 1 });
-  expect(again.error).toMatch(/RTNETLINK answers: File exists/);
+  expect(again).toMatchObject({ kind: 'exists', failedLine: 1 });
+  expect(again.error).toBe(
+    'apply test batch in the node namespace (ip route add 10.244.0.5/32 dev fry0t scope link): File exists',
+  );
   expect((await routes(node, 4)).map((r) => r.dst)).toEqual(['10.244.0.5', '10.244.0.6']);
 
   // An op on a device that is not there.
   const missing = await rtnl(node, { netns: pod.path, ops: [{ op: 'setUp', dev: 'nope0' }] });
-  expect(missing.error).toMatch(/No such device/);
+  expect(missing).toMatchObject({ kind: 'no-device', failedLine: 0 });
+  expect(missing.error).toMatch(/: No such device$/);
 
-  // Delete: the veth takes its peer along; the second time it is absent, not an error.
-  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toEqual({ deleted: 'deleted' });
+  // Delete: the veth takes its peer along.
+  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toEqual({ deleted: true });
   expect(await linkNames(node)).toEqual(['lo']);
   expect(await linkNames(pod)).toEqual(['lo']);
-  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toEqual({ deleted: 'absent' });
+  // The second time there is no such link: its kind, which Ip turns into 'absent'.
+  expect(await rtnl(node, { netns: 'self', deleteLink: 'fry0t' })).toMatchObject({ kind: 'no-device' });
 
-  // A namespace that is gone is named as iproute2 names it (isNoNetns).
+  // No network namespace at the path: gone (a pod's after its death), or a file that is not one (left
+  // behind unmounted). Both say no-netns, with the reason of the step that failed.
   await removeNetns(pod.name);
   const gone = await rtnl(node, { netns: pod.path, deleteLink: 'eth0' });
-  expect(gone.error).toMatch(/Cannot open network namespace/);
+  expect(gone).toMatchObject({ kind: 'no-netns', failedLine: null });
+  expect(gone.error).toBe(
+    `delete link eth0 in ${pod.path}: open network namespace ${pod.path}: No such file or directory`,
+  );
+  const notNetns = `${useTmpDir(t)}/netns`;
+  writeFileSync(notNetns, '');
+  const unmounted = await rtnl(node, { netns: notNetns, deleteLink: 'eth0' });
+  expect(unmounted).toMatchObject({ kind: 'no-netns' });
+  expect(unmounted.error).toMatch(/: enter the network namespace: Invalid argument$/);
+  // A veth whose peer's namespace is gone fails on its line, of the same kind; nothing is created.
+  const peerGone = await rtnl(node, {
+    netns: 'self',
+    ops: [{ op: 'addVeth', spec: { name: 'fry2t', peer: { name: 'eth0', netns: pod.path } } }],
+  });
+  expect(peerGone).toMatchObject({ kind: 'no-netns', failedLine: 0 });
   // The process went back to the node's namespace after every pod-side socket: the node is untouched.
   expect(await linkNames(node)).toEqual(['lo']);
+});
+
+test('iproute2 and rtnetlink give the same failure the same kind, on the same line', async (t) => {
+  const node = await useNetns(t, 'node');
+  const pod = await useNetns(t, 'pod');
+  const gone = await useNetns(t, 'gone');
+  await removeNetns(gone.name);
+  const notNetns = `${useTmpDir(t)}/netns`;
+  writeFileSync(notNetns, '');
+  await buildPair(node, pod);
+  const veth = (peerNetns: string): BatchOp => ({
+    op: 'addVeth',
+    spec: { name: 'fry1t', peer: { name: 'eth0', netns: peerNetns } },
+  });
+  const cases: { what: string; netns: string; ops: BatchOp[]; kind: NetErrorKind; failedLine?: number }[] = [
+    { what: 'a veth whose peer name the pod has', netns: 'self', ops: [veth(pod.path)], kind: 'exists', failedLine: 0 },
+    {
+      what: 'a route that is there, on the second line',
+      netns: 'self',
+      ops: [
+        { op: 'setUp', dev: 'fry0t' },
+        { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
+      ],
+      kind: 'exists',
+      failedLine: 1,
+    },
+    {
+      what: 'a device that is not there',
+      netns: pod.path,
+      ops: [{ op: 'setUp', dev: 'nope0' }],
+      kind: 'no-device',
+      failedLine: 0,
+    },
+    // iproute2 exits on an unopenable `netns PATH` without naming the line, so only the kind is compared.
+    { what: "a veth whose peer's namespace is gone", netns: 'self', ops: [veth(gone.path)], kind: 'no-netns' },
+    { what: 'a namespace that is gone', netns: gone.path, ops: [{ op: 'setUp', dev: 'eth0' }], kind: 'no-netns' },
+    { what: 'a path that is no namespace', netns: notNetns, ops: [{ op: 'setUp', dev: 'eth0' }], kind: 'no-netns' },
+  ];
+  const iproute2 = new Iproute2(nodeRunner);
+  // rtnl-apply's "self" is the node's namespace; this process is in the machine's, so iproute2 is sent there.
+  const nsOf = (netns: string) => netnsAt(netns === 'self' ? node.path : netns);
+  for (const c of cases) {
+    const viaRtnl = await rtnl(node, { netns: c.netns, ops: c.ops });
+    const batch = new IpBatch();
+    batch.ops.push(...c.ops);
+    const viaIproute2: unknown = await iproute2
+      .apply(nsOf(c.netns), batch, 'apply test batch')
+      .catch((e: unknown) => e);
+    if (!(viaIproute2 instanceof NetError)) throw new Error(`${c.what}: iproute2 did not fail with a NetError`);
+    expect(viaRtnl.kind, `${c.what}, rtnetlink`).toBe(c.kind);
+    expect(viaIproute2.kind, `${c.what}, iproute2`).toBe(c.kind);
+    if (c.failedLine !== undefined) {
+      expect(viaRtnl.failedLine, `${c.what}, rtnetlink`).toBe(c.failedLine);
+      expect(viaIproute2.failedLine, `${c.what}, iproute2`).toBe(c.failedLine);
+    }
+  }
+  // A link that is not there, deleted.
+  expect(await rtnl(node, { netns: pod.path, deleteLink: 'nope0' })).toMatchObject({ kind: 'no-device' });
+  await expect(iproute2.deleteLink(netnsAt(pod.path), 'nope0')).rejects.toMatchObject({ kind: 'no-device' });
+  // None of it changed a link.
+  expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
+  expect(await linkNames(pod)).toEqual(['eth0', 'lo']);
 });

@@ -3,7 +3,8 @@
  * for DEL/CHECK/STATUS/GC success) → exit code. Logs go to the log file only.
  */
 
-import { Ip } from '@ferry/net';
+import { Ip, Iproute2 } from '@ferry/net';
+import { Rtnetlink } from '@ferry/net/rtnetlink';
 import { type CniVersion, isSupportedVersion, LATEST_VERSION } from '@ferry/shared-types/cni/versions';
 import {
   DEFAULT_DAEMON_TIMEOUTS,
@@ -108,7 +109,7 @@ async function run(
         },
         clog,
       ),
-      ip: new Ip(rt.run, rt.links),
+      ip: ipOf(rt),
       log: clog,
       addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
       delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,
@@ -136,6 +137,12 @@ async function run(
     io.print(JSON.stringify(toErrorBody(cniErr, version)));
     return 1;
   }
+}
+
+/** Links over rtnetlink where the runtime has its system calls (what it cannot do, and elsewhere: iproute2). */
+function ipOf(rt: Runtime): Ip {
+  const iproute2 = new Iproute2(rt.run);
+  return new Ip(rt.rtnl ? new Rtnetlink(rt.rtnl, iproute2) : iproute2);
 }
 
 /** ferryd's storage failure is transient for the runtime: CNI's 11 (try again later), ferryd's words. */

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Ip } from '@ferry/net';
+import { Ip, Iproute2 } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
 import { CniError } from '@ferry/shared-types/errors';
 import pino from 'pino';
@@ -43,7 +43,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       // The DaemonSet's removal step: what ferryd put on the node goes; nothing is started.
       process.off('SIGTERM', handler);
       process.off('SIGINT', handler);
-      const r = await uninstallCluster(new Ip(nodeRunner), nodeRunner, config.cluster);
+      const r = await uninstallCluster(new Ip(new Iproute2(nodeRunner)), nodeRunner, config.cluster);
       process.stdout.write(
         `ferryd: uninstalled: ${r.routes} routes with proto ${FERRY_ROUTE_PROTO} deleted, VXLAN device ${r.device}, masquerade ${r.masquerade}\n`,
       );

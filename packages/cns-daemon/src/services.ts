@@ -3,7 +3,7 @@
  * other. startDaemon adds sockets and timers; route tests use it with inject().
  */
 
-import { Ip } from '@ferry/net';
+import { Ip, Iproute2 } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { Logger } from 'pino';
@@ -80,7 +80,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
       metrics.journalEntries.inc({ outcome: 'discarded' }, discarded);
     },
   });
-  const ip = new Ip(nodeRunner);
+  const ip = new Ip(new Iproute2(nodeRunner));
   const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });

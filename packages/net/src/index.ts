@@ -1,5 +1,7 @@
 export * from './batch';
 export * from './ip';
+export * from './iproute2';
+export * from './net-error';
 export * from './netns';
 export * from './run';
 // Types only: the schemas themselves are '@ferry/net/schemas', loaded when something parses with them.

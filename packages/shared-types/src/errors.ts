@@ -33,7 +33,7 @@ export const Code = {
   UnknownNetwork: 101,
   /** ADD: CNI_IFNAME already exists in the pod's network namespace (a spec MUST). */
   InterfaceExists: 102,
-  /** An iproute2 command failed; the message carries the command's own error. */
+  /** A change or read of links, addresses or routes failed (rtnetlink or iproute2); the kernel's reason. */
   NetlinkFailure: 103,
   /** ferryd holds no endpoint for that container (the shim treats it as "nothing to tear down"). */
   EndpointNotFound: 104,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Ip, type LinkApplier } from '@ferry/net';
+import { Ip, type IpBackend } from '@ferry/net';
 import { expect, test } from 'vitest';
 import type { ShimConf } from '../config';
 import { DaemonClient } from '../daemon-client';
@@ -12,13 +12,13 @@ import { cmdDel } from './del';
 function run(answer: (o: RequestOptions) => HttpResponse) {
   const asked: string[] = [];
   const deleted: string[] = [];
-  const links: LinkApplier = {
-    supports: () => true,
-    apply: () => [],
-    routes: () => [],
-    deleteLink: (_ns, name) => {
+  const kernel: IpBackend = {
+    apply: async () => [],
+    applyEach: async () => [],
+    show: async () => [],
+    routeTo: async () => [],
+    deleteLink: async (_ns, name) => {
       deleted.push(name);
-      return 'deleted';
     },
   };
   const rt: Runtime = {
@@ -32,7 +32,7 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
   };
   const log = openLog('/dev/null', 'silent');
   const daemon = new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, log);
-  const deps = { daemon, ip: new Ip(rt.run, links), log, addWaitMs: 100, delWaitMs: 100, rt };
+  const deps = { daemon, ip: new Ip(kernel), log, addWaitMs: 100, delWaitMs: 100, rt };
   const args = {
     command: 'DEL' as const,
     containerId: 'c1',

@@ -15,7 +15,7 @@
  * It is renamed inside the pod and then moved out; if its host name is taken, nothing is moved and the
  * error names the clash (a retried DEL succeeds once the name is free).
  */
-import { IpBatch, type IpLink, isNameTaken, isNameTakenAt, netnsAt, parseLinks, SELF, sameMac } from '@ferry/net';
+import { IpBatch, type IpLink, isNetError, netnsAt, parseLinks, SELF, sameMac } from '@ferry/net';
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -93,7 +93,7 @@ export async function buildDelegatedNic(
     await d.ip.apply(SELF, move, `move device ${plan.mac} into ${netns}`);
   } catch (err) {
     // Only the move (the last line) can clash: the pod has a link with the device's host name.
-    if (!isNameTakenAt(err, move.ops.length - 1)) throw err;
+    if (!isNetError(err, 'exists', move.ops.length - 1)) throw err;
     // Travel under a name that clashes nowhere.
     travelled = travelNameOf(plan.mac);
     await d.ip.apply(
@@ -113,8 +113,8 @@ export async function buildDelegatedNic(
   try {
     shown = await d.ip.apply(pod, b, `configure device ${plan.mac} as ${plan.ifName}`);
   } catch (err) {
-    // "File exists" from the rename is the name; from an address or a route it stays a NetError.
-    if (renames && isNameTakenAt(err, 0)) {
+    // A name taken on the rename's line is CNI_IFNAME; on an address's or a route's it stays a NetError.
+    if (renames && isNetError(err, 'exists', 0)) {
       throw new CniError(
         Code.InterfaceExists,
         `name device ${plan.mac} ${plan.ifName} in ${netns}: an interface with that name already exists`,
@@ -231,7 +231,7 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
     await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((restoreErr: unknown) => {
       d.log.warn({ err: restoreErr, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
     });
-    const holder = isNameTaken(err) ? await d.ip.getLink(SELF, trip.hostIfName) : undefined;
+    const holder = isNetError(err, 'exists') ? await d.ip.getLink(SELF, trip.hostIfName) : undefined;
     if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
     throw err;
   }

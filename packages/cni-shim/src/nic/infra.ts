@@ -14,7 +14,7 @@ import {
   FORWARDING,
   IpBatch,
   type IpLink,
-  isNameTakenAt,
+  isNetError,
   type LinkRoute,
   netnsAt,
   parseLinks,
@@ -177,8 +177,8 @@ async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
     await d.ip.apply(SELF, hostSide(input), what);
     return;
   } catch (err) {
-    // Only the pair's own line (the first) can clash on a name; "File exists" later is a route.
-    if (!isNameTakenAt(err, 0)) throw err;
+    // Only the pair's own line (the first) can clash on a name; a later line's is an address or a route.
+    if (!isNetError(err, 'exists', 0)) throw err;
   }
   // Which name clashed? The pod's CNI_IFNAME is an error the runtime must see; a host veth with our
   // deterministic name is a leftover of an earlier ADD of this attachment that never committed (ferryd

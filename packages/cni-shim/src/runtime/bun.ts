@@ -5,7 +5,6 @@
  */
 import { closeSync, openSync } from '@ferry/files/fs';
 import { ERRNO, errno, errnoError, libc } from '@ferry/files/libc';
-import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
 import { rtnlSys } from './rtnl-sys';
@@ -57,7 +56,7 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
 
 export const bunRuntime: Runtime = {
   run,
-  links: new Rtnetlink(rtnlSys),
+  rtnl: rtnlSys,
   request: unixHttpRequest,
   lockShared,
   sha256Hex,

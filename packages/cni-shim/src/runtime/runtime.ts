@@ -3,7 +3,8 @@
  * milliseconds while its Node-compatibility layers (node:http, child_process) cost tens (docs/shipping.md);
  * tests that run sources use Node. Everything that differs between the two lives behind this interface.
  */
-import type { LinkApplier, Runner } from '@ferry/net';
+import type { Runner } from '@ferry/net';
+import type { RtnlSys } from '@ferry/net/rtnetlink';
 import type { Sha256Hex } from '@ferry/shared-types/host-veth';
 
 export interface HttpResponse {
@@ -69,8 +70,11 @@ export type Unlock = () => void;
 export interface Runtime {
   /** Spawns a process without a shell (used by @ferry/net). */
   run: Runner;
-  /** Link changes without iproute2, where the runtime can make netlink calls (the Bun binary). */
-  links?: LinkApplier;
+  /**
+   * The system calls of rtnetlink, where the runtime has them (the Bun binary): the links of ADD, CHECK and
+   * DEL then change without `ip` execs.
+   */
+  rtnl?: RtnlSys;
   /**
    * Sends one HTTP request over a unix socket now. Never throws: its answer throws UnreachableError when
    * ferryd cannot be reached (the send's own failures, such as no socket, included).

@@ -123,8 +123,9 @@ async function run(ip: Ip, ns: Netns, batch: IpBatch | FdbBatch, keys: Key[]): P
   const failed = await ip.applyEach(ns, batch);
   return failed.flatMap((f) => {
     const k = keys[f.index];
-    if (!k || (k.del && /No such (process|file)|not found|Cannot find/i.test(f.message))) return [];
-    const taken = !k.del && k.kind === 'route' && /File exists/.test(f.message);
+    // A deletion of an entry (or of its device) that is not there is done.
+    if (!k || (k.del && (f.kind === 'not-found' || f.kind === 'no-device'))) return [];
+    const taken = !k.del && k.kind === 'route' && f.kind === 'exists';
     const reason = taken ? `another owner's route to this prefix is in the way (${f.message})` : f.message;
     return [{ kind: k.kind, key: k.key, reason }];
   });

@@ -8,7 +8,7 @@
  * never meet a half-written set of rules, and applying the same spec twice leaves the same ruleset.
  */
 
-import { describeNetns, NetError, type Netns, type Runner, SELF } from '@ferry/net';
+import { describeNetns, type Netns, netErrorOfRun, type Runner, SELF } from '@ferry/net';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { type Cidr, formatCidr, parseCidr } from '../ipam/cidr';
 
@@ -93,8 +93,9 @@ export async function removeMasquerade(target: MasqueradeTarget): Promise<'remov
     const argv = ['nft', 'delete', 'table', 'inet', NFT_TABLE];
     const r = await run(argv);
     if (r.exitCode === 0) return 'removed';
-    if (/No such file or directory/.test(r.stderr)) return 'absent';
-    throw new NetError(`remove masquerade table in ${describeNetns(ns)}`, r, argv);
+    const err = netErrorOfRun(`remove masquerade table in ${describeNetns(ns)}`, r, argv);
+    if (err.kind === 'not-found') return 'absent';
+    throw err;
   }
   let removed = false;
   for (const tables of ['iptables', 'ip6tables']) {
@@ -201,5 +202,5 @@ function inNetns(ns: Netns, argv: string[]): string[] {
 
 async function mustRun(run: Runner, argv: string[], input: string, what: string): Promise<void> {
   const r = await run(argv, input);
-  if (r.exitCode !== 0) throw new NetError(what, r, argv);
+  if (r.exitCode !== 0) throw netErrorOfRun(what, r, argv);
 }

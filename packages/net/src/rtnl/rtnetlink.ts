@@ -5,10 +5,10 @@
  * netns, and the veth's peer is born there by file descriptor (IFLA_NET_NS_FD).
  */
 import { closeSync, openSync } from '@ferry/files/fs';
-import type { BatchOp, IpBatch } from '../batch';
-import type { LinkApplier } from '../ip';
+import type { BatchOp, FdbBatch, IpBatch } from '../batch';
+import type { FailedLine, IpBackend, Show } from '../ip';
+import { kindOfErrno, NetError, type NetErrorKind } from '../net-error';
 import { describeNetns, type Netns } from '../netns';
-import { NetError } from '../run';
 import {
   AF_INET6,
   type Attr,
@@ -103,10 +103,24 @@ export class SysError extends Error {
   }
 }
 
+/** A network namespace that could not be opened or entered (its errno says why). */
+class NetnsUnavailable extends SysError {}
+
 const ENOENT = 2;
 const ENODEV = 19;
+const EINVAL = 22;
 
-/** The ops this applier carries out; a batch with any other goes through iproute2. */
+/**
+ * The kind of a failed call. Opening a namespace's path fails with ENOENT when nothing is there, entering
+ * it (setns) with EINVAL when what is there is no network namespace; any other errno is the kernel's
+ * answer to a request.
+ */
+function kindOf(err: SysError): NetErrorKind {
+  if (err instanceof NetnsUnavailable) return err.errno === ENOENT || err.errno === EINVAL ? 'no-netns' : 'failed';
+  return kindOfErrno(err.errno);
+}
+
+/** The ops carried out over rtnetlink; a batch with any other goes through iproute2. */
 const SUPPORTED = new Set<BatchOp['op']>([
   'addVeth',
   'setAddrGenMode',
@@ -186,21 +200,24 @@ class Conn {
   }
 }
 
-/** Applies IpBatch ops and deletes links over rtnetlink. */
-export class Rtnetlink implements LinkApplier {
+/**
+ * Ip's backend over rtnetlink: the batches of the ops in SUPPORTED, the reads of one link and of routes,
+ * and link deletion. Everything else goes to `iproute2`.
+ */
+export class Rtnetlink implements IpBackend {
   readonly #sys: RtnlSys;
+  readonly #iproute2: IpBackend;
 
-  constructor(sys: RtnlSys) {
+  constructor(sys: RtnlSys, iproute2: IpBackend) {
     this.#sys = sys;
+    this.#iproute2 = iproute2;
   }
 
-  supports(batch: IpBatch): boolean {
-    return batch.ops.every((o) => SUPPORTED.has(o.op));
-  }
-
-  apply(ns: Netns, batch: IpBatch, what: string): unknown[] {
-    const out: unknown[] = [];
-    this.#withConn(ns, what, (conn) => {
+  async apply(ns: Netns, batch: IpBatch, what: string): Promise<unknown[]> {
+    if (!batch.ops.every((o) => SUPPORTED.has(o.op))) return this.#iproute2.apply(ns, batch, what);
+    const action = `${what} in ${describeNetns(ns)}`;
+    return this.#withConn(ns, action, (conn) => {
+      const out: unknown[] = [];
       for (const [index, op] of batch.ops.entries()) {
         try {
           const shown = this.#applyOp(conn, op);
@@ -208,64 +225,58 @@ export class Rtnetlink implements LinkApplier {
         } catch (err) {
           if (!(err instanceof SysError)) throw err;
           const line = batch.lines[index]?.args.join(' ');
-          throw netError(`${what} in ${describeNetns(ns)} (ip ${line})`, err, index);
+          throw new NetError(kindOf(err), `${action} (ip ${line})`, err.message, { failedLine: index });
         }
       }
-    });
-    return out;
-  }
-
-  routes(ns: Netns, dev?: string): unknown[] | 'absent' {
-    const what = `list routes${dev ? ` of ${dev}` : ''} in ${describeNetns(ns)}`;
-    return this.#withConn(ns, what, (conn) => {
-      try {
-        return routesOf(conn, dev);
-      } catch (err) {
-        if (err instanceof SysError && err.errno === ENODEV) return 'absent';
-        throw err instanceof SysError ? netError(what, err) : err;
-      }
+      return out;
     });
   }
 
-  deleteLink(ns: Netns, name: string): 'deleted' | 'absent' {
-    const what = `delete link ${name} in ${describeNetns(ns)}`;
-    return this.#withConn(ns, what, (conn) => {
-      try {
-        conn.change(RTM_DELLINK, 0, ifinfomsg(), [[IFLA_IFNAME, str(name)]]);
-        return 'deleted';
-      } catch (err) {
-        if (err instanceof SysError && err.errno === ENODEV) return 'absent';
-        throw err instanceof SysError ? netError(what, err) : err;
-      }
-    });
+  applyEach(ns: Netns, batch: IpBatch | FdbBatch): Promise<FailedLine[]> {
+    return this.#iproute2.applyEach(ns, batch);
   }
 
-  #withConn<T>(ns: Netns, what: string, fn: (conn: Conn) => T): T {
-    let fd: number;
+  async show(ns: Netns, query: Show, what: string): Promise<unknown[]> {
+    const action = `${what} in ${describeNetns(ns)}`;
+    switch (query.of) {
+      case 'link':
+        return this.#withConn(ns, action, (conn) => [[conn.getLink(query.dev)]]);
+      case 'routes':
+        return this.#withConn(ns, action, (conn) => [routesOf(conn, query.dev)]);
+      default:
+        return this.#iproute2.show(ns, query, what);
+    }
+  }
+
+  routeTo(ns: Netns, dst: string): Promise<unknown[]> {
+    return this.#iproute2.routeTo(ns, dst);
+  }
+
+  async deleteLink(ns: Netns, name: string): Promise<void> {
+    this.#withConn(ns, `delete link ${name} in ${describeNetns(ns)}`, (conn) =>
+      conn.change(RTM_DELLINK, 0, ifinfomsg(), [[IFLA_IFNAME, str(name)]]),
+    );
+  }
+
+  /** `fn` on a socket in `ns`; a failed call, the socket's own included, becomes a NetError of `action`. */
+  #withConn<T>(ns: Netns, action: string, fn: (conn: Conn) => T): T {
+    let fd: number | undefined;
     try {
       fd = ns.kind === 'self' ? this.#sys.socket() : this.#socketIn(ns.path);
-    } catch (err) {
-      if (!(err instanceof SysError)) throw err;
-      // The wording of iproute2's own failure, which isNoNetns recognises (a pod's netns may be gone).
-      const path = ns.kind === 'path' ? ns.path : 'self';
-      throw netError(what, err, undefined, `Cannot open network namespace "${path}": ${err.message}`);
-    }
-    try {
       return fn(new Conn(this.#sys, fd));
+    } catch (err) {
+      throw err instanceof SysError ? new NetError(kindOf(err), action, err.message) : err;
     } finally {
-      this.#sys.close(fd);
+      if (fd !== undefined) this.#sys.close(fd);
     }
   }
 
   #socketIn(path: string): number {
-    let nsFd: number;
-    try {
-      nsFd = openSync(path, 'r');
-    } catch (err) {
-      throw new SysError(ENOENT, (err as Error).message);
-    }
+    const nsFd = openNetns(this.#sys, path);
     try {
       return this.#sys.socket(nsFd);
+    } catch (err) {
+      throw err instanceof SysError ? new NetnsUnavailable(err.errno, err.message) : err;
     } finally {
       closeSync(nsFd);
     }
@@ -280,7 +291,7 @@ export class Rtnetlink implements LinkApplier {
         const peerAttrs: Attr[] = [[IFLA_IFNAME, str(spec.peer.name)]];
         if (spec.peer.mac) peerAttrs.push([IFLA_ADDRESS, macBytes(spec.peer.mac)]);
         if (spec.peer.mtu) peerAttrs.push([IFLA_MTU, u32(spec.peer.mtu)]);
-        const peerNs = spec.peer.netns ? openNetns(spec.peer.netns) : undefined;
+        const peerNs = spec.peer.netns ? openNetns(conn.sys, spec.peer.netns) : undefined;
         try {
           if (peerNs !== undefined) peerAttrs.push([IFLA_NET_NS_FD, u32(peerNs)]);
           const attrs: Attr[] = [[IFLA_IFNAME, str(spec.name)]];
@@ -382,15 +393,17 @@ function routesOf(conn: Conn, dev?: string): unknown[] {
   return out;
 }
 
-function openNetns(path: string): number {
+/** Opens a namespace's path; a failure is NetnsUnavailable with open(2)'s errno. */
+function openNetns(sys: RtnlSys, path: string): number {
   try {
     return openSync(path, 'r');
   } catch (err) {
-    throw new SysError(ENOENT, `Cannot open network namespace "${path}": ${(err as Error).message}`);
+    if (!hasErrno(err)) throw err;
+    // Node's errno and @ferry/files' are negative (libuv's convention).
+    const errno = Math.abs(err.errno);
+    throw new NetnsUnavailable(errno, `open network namespace ${path}: ${sys.strerror(errno)}`);
   }
 }
 
-/** A NetError whose text reads like iproute2's, so callers' checks (name taken, no device) hold. */
-function netError(action: string, err: SysError, index?: number, text = `RTNETLINK answers: ${err.message}`): NetError {
-  return new NetError(action, { exitCode: 2, stdout: '', stderr: text }, [], index);
-}
+const hasErrno = (err: unknown): err is { errno: number } =>
+  typeof err === 'object' && err !== null && 'errno' in err && typeof err.errno === 'number';
