@@ -8,16 +8,22 @@
  * annotation (another writer's entry survives), redoes a write that met a conflict, and catches up once
  * the API server is back. Times are printed, never asserted.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Code } from '@ferry/shared-types/errors';
 import { FERRY_ATTACHMENT_KEY, NETWORK_STATUS_ANNOTATION } from '@ferry/shared-types/kube/network-status';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
 import { useFerryd } from '../fixtures/ferryd';
-import { type KubeApi, podObject, useKubeApi } from '../fixtures/kube-api';
-import { type TestNetns, useNetns } from '../fixtures/netns';
+import { type KubeApi, nodeObject, podObject, useKubeApi } from '../fixtures/kube-api';
+import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
+import { DIST_BIN } from '../fixtures/paths';
+import { grantedVerbs, verbsByResource } from '../fixtures/rbac';
 import { runShim } from '../fixtures/shim';
+import { useTmpDir } from '../fixtures/tmp';
 import { waitFor } from '../fixtures/wait';
 
 const NODE = 'node-a';
@@ -123,6 +129,18 @@ test("ferryd's pod cache follows its node's pods: created, changed, bound, delet
   for (const w of watches)
     expect(w).toMatchObject({ fieldSelector: `spec.nodeName=${NODE}`, allowWatchBookmarks: true });
   expect((await podsReport(ferryd)).watch.watchRestarts).toBeGreaterThanOrEqual(2);
+  // What an operator reads: ferryctl pods.
+  const listed = await ferryctl(ferryd, 'pods');
+  expect(listed.exitCode, listed.stderr).toBe(0);
+  expect(listed.stdout).toMatch(/^node node-a: pod watch synced, .*watch restarts [2-9]/);
+  expect(
+    listed.stdout
+      .split('\n')
+      .filter((l) => /^[ac]\//.test(l))
+      .map((l) => l.split(/\s+/)[0]),
+  ).toEqual(['a/web-3', 'a/web-4', 'c/late-1']);
+  const shown = await ferryctl(ferryd, '--json', 'pods', 'show', 'a/web-3');
+  expect(JSON.parse(shown.stdout)).toMatchObject({ namespace: 'a', name: 'web-3', source: 'cache' });
 });
 
 test('a pod the watch has not delivered is asked for directly; with the API server stopped, cached pods answer and others fail with code 11', async (t) => {
@@ -293,4 +311,30 @@ test('networkStatus off (Multus writes the annotation): ferryd still watches its
   expect((await api.stats()).patches).toEqual([]);
   expect((await podsReport(ferryd)).networkStatus).toBeUndefined();
   expect((await ferryd.request('GET', '/metrics')).body).not.toMatch(/ferry_network_status_writes_total/);
+});
+
+test('deploy/rbac.yaml grants exactly what ferryd (node and pod watches, lookups, status writes) and the install step use', async (t) => {
+  const { node, api, start } = await useNodeWithPods(t);
+  await api.put(nodeObject(NODE, ['192.0.2.1'], ['10.244.1.0/24']));
+  const web1 = await api.putPod(podObject('a', 'web-1', NODE));
+  const ferryd = await start();
+  await untilCached(ferryd, ['a/web-1'], 'initial list');
+  await addPod(node, ferryd, await useNetns(t, 'pod'), 'web-1', web1.uid);
+  await untilStatus(api, 'web-1', (s) => ours(s).length === 1, 'ADD');
+  expect((await ferryd.request('GET', '/v1/operator/pods/a/not-yet')).json).toMatchObject({ code: Code.NotFound });
+  // The DaemonSet's render-config step, as deploy/daemonset.yaml runs it, against the same API server.
+  const dir = useTmpDir(t, 'render');
+  writeFileSync(join(dir, 'ferryd.yaml.tmpl'), 'networks: [{ name: ferry, ipv4: { subnet: "{{POD_CIDR_V4}}" } }]\n');
+  writeFileSync(join(dir, 'token'), 'a-service-account-token');
+  await inNetns(
+    node,
+    join(DIST_BIN, 'ferryctl'),
+    'install',
+    `--ferryd-config-template=${join(dir, 'ferryd.yaml.tmpl')}`,
+    `--ferryd-config-out=${join(dir, 'ferryd.yaml')}`,
+    `--node=${NODE}`,
+    `--api-server=${api.url}`,
+    `--api-token-file=${join(dir, 'token')}`,
+  );
+  expect(verbsByResource((await api.stats()).requests)).toEqual(grantedVerbs());
 });
