@@ -1,7 +1,7 @@
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { NETWORK_STATUS_ANNOTATION } from '@ferry/shared-types/kube/network-status';
 import pino from 'pino';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, type TestContext, test } from 'vitest';
 import { apiError, FakePodApi } from '../testing/fake-pod-api';
 import { interfaceRecord } from '../testing/interface-record';
 import type { PodView } from './pod';
@@ -11,8 +11,10 @@ import { NetworkStatusWriter } from './status-writer';
 const log = pino({ level: 'silent' });
 const multus = { name: 'kube-system/macvlan', interface: 'net5', ips: ['192.168.1.5'], mac: '86:1d:96:ff:55:0d' };
 
+const infra = interfaceRecord({ containerId: 'c1', ifName: 'eth0' });
+
 /** A writer over a fake API, its cache fed from the fake (as the watch would), and records the test sets. */
-function setUp(opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?: number } = {}) {
+function setUp(t: TestContext, opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?: number } = {}) {
   const api = new FakePodApi();
   const cache = new PodCache({ api, lookupTimeoutMs: 500, log });
   let records: InterfaceRecord[] = [];
@@ -24,6 +26,10 @@ function setUp(opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?
     resyncMs: opts.resyncMs ?? 60_000,
     backoff: opts.backoff ?? { initialMs: 10, maxMs: 40 },
   });
+  t.onTestFinished(() => writer.stop());
+  const deliver = () => {
+    for (const p of api.pods.values()) cache.upsert(objectOf(p));
+  };
   const objectOf = (p: PodView) => ({
     metadata: {
       namespace: p.namespace,
@@ -41,8 +47,13 @@ function setUp(opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?
       records = r;
     },
     /** What the watch would deliver: every pod of the fake as it is now. */
-    deliver() {
-      for (const p of api.pods.values()) cache.upsert(objectOf(p));
+    deliver,
+    /** Pod a/web-1 (with these annotations) in the API and the cache, and its InfraNIC in the records. */
+    web1(annotations: Record<string, string> = {}): PodView {
+      const pod = api.put({ namespace: 'a', name: 'web-1', uid: 'u1', annotations });
+      deliver();
+      records = [infra];
+      return pod;
     },
     status: (name = 'web-1') => {
       const text = api.pods.get(`a/${name}`)?.annotations[NETWORK_STATUS_ANNOTATION];
@@ -51,20 +62,10 @@ function setUp(opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?
   };
 }
 
-const infra = interfaceRecord({ containerId: 'c1', ifName: 'eth0' });
-
 describe('NetworkStatusWriter', () => {
   test("report: one merge patch carrying the pod's resourceVersion; another writer's entry survives", async (t) => {
-    const s = setUp();
-    t.onTestFinished(() => s.writer.stop());
-    const pod = s.api.put({
-      namespace: 'a',
-      name: 'web-1',
-      uid: 'u1',
-      annotations: { [NETWORK_STATUS_ANNOTATION]: JSON.stringify([multus]) },
-    });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t);
+    const pod = s.web1({ [NETWORK_STATUS_ANNOTATION]: JSON.stringify([multus]) });
     s.writer.start();
     s.writer.report({ namespace: 'a', name: 'web-1' });
     await s.writer.idle();
@@ -76,11 +77,8 @@ describe('NetworkStatusWriter', () => {
   });
 
   test('reports coalesce: ten reports of one pod are one write', async (t) => {
-    const s = setUp();
-    t.onTestFinished(() => s.writer.stop());
-    s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t);
+    s.web1();
     s.writer.start();
     for (let i = 0; i < 10; i++) s.writer.report({ namespace: 'a', name: 'web-1' });
     await s.writer.idle();
@@ -88,11 +86,8 @@ describe('NetworkStatusWriter', () => {
   });
 
   test('a conflict (the pod changed since it was read) reads the pod again and writes over the new version', async (t) => {
-    const s = setUp();
-    t.onTestFinished(() => s.writer.stop());
-    s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t);
+    s.web1();
     // Just before our patch lands, another writer adds its entry.
     s.api.races.set('a/web-1', { [NETWORK_STATUS_ANNOTATION]: JSON.stringify([multus]) });
     s.writer.start();
@@ -104,11 +99,8 @@ describe('NetworkStatusWriter', () => {
   });
 
   test('failures are retried with a growing back-off until the API server answers', async (t) => {
-    const s = setUp({ backoff: { initialMs: 20, maxMs: 80 } });
-    t.onTestFinished(() => s.writer.stop());
-    s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t, { backoff: { initialMs: 20, maxMs: 80 } });
+    s.web1();
     s.api.failures.push(new Error('connect ECONNREFUSED'), apiError(500), apiError(429));
     s.writer.start();
     s.writer.report({ namespace: 'a', name: 'web-1' });
@@ -120,11 +112,8 @@ describe('NetworkStatusWriter', () => {
   });
 
   test('the pod watch listing again (the API server back) retries at once what waits out its back-off', async (t) => {
-    const s = setUp({ backoff: { initialMs: 60_000, maxMs: 60_000 } });
-    t.onTestFinished(() => s.writer.stop());
-    s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t, { backoff: { initialMs: 60_000, maxMs: 60_000 } });
+    s.web1();
     s.api.failures.push(new Error('connect ECONNREFUSED'));
     s.writer.start();
     s.writer.report({ namespace: 'a', name: 'web-1' });
@@ -136,8 +125,7 @@ describe('NetworkStatusWriter', () => {
   });
 
   test("resync: records that changed without a report are written; the attachment gone takes Ferry's entries out", async (t) => {
-    const s = setUp({ resyncMs: 20 });
-    t.onTestFinished(() => s.writer.stop());
+    const s = setUp(t, { resyncMs: 20 });
     s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
     s.api.put({
       namespace: 'a',
@@ -164,11 +152,8 @@ describe('NetworkStatusWriter', () => {
   });
 
   test("a pod delivered without Ferry's entries (another writer replaced the list) gets them back; one in line is left alone", async (t) => {
-    const s = setUp();
-    t.onTestFinished(() => s.writer.stop());
-    s.api.put({ namespace: 'a', name: 'web-1', uid: 'u1' });
-    s.deliver();
-    s.setRecords([infra]);
+    const s = setUp(t);
+    s.web1();
     s.writer.start();
     s.writer.report({ namespace: 'a', name: 'web-1' });
     await s.writer.idle();
@@ -184,8 +169,7 @@ describe('NetworkStatusWriter', () => {
   });
 
   test('a pod deleted before its write is counted gone, not retried', async (t) => {
-    const s = setUp();
-    t.onTestFinished(() => s.writer.stop());
+    const s = setUp(t);
     s.setRecords([infra]);
     s.writer.start();
     s.writer.report({ namespace: 'a', name: 'web-1' });

@@ -121,7 +121,9 @@ export class NetworkStatusWriter {
       for (const r of this.#opts.records()) {
         if (r.pod.namespace === undefined || r.pod.name === undefined) continue;
         const key = podKeyOf(r.pod.namespace, r.pod.name);
-        byPod.set(key, [...(byPod.get(key) ?? []), r]);
+        const list = byPod.get(key);
+        if (list) list.push(r);
+        else byPod.set(key, [r]);
       }
     } catch (err) {
       this.#opts.log.warn({ err }, 'network-status: cannot read the records; the next resync tries again');

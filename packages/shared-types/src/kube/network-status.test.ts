@@ -8,8 +8,8 @@ describe('k8s.v1.cni.cncf.io/network-status', () => {
     const infra = {
       name: 'ferry',
       interface: 'eth0',
-      ips: ['10.244.1.5', 'fd00:10:244:1::5'],
-      mac: '02:00:00:00:00:05',
+      ips: ['10.244.7.9', 'fd00:10:244:7::9'],
+      mac: '02:00:00:00:07:09',
       default: true,
       [FERRY_ATTACHMENT_KEY]: attachment,
     };
@@ -23,7 +23,7 @@ describe('k8s.v1.cni.cncf.io/network-status', () => {
       [FERRY_ATTACHMENT_KEY]: attachment,
     };
     for (const e of [infra, delegated]) expect(FerryStatusEntrySchema.parse(e)).toEqual(e);
-    expect(FerryStatusEntrySchema.safeParse({ ...infra, ips: ['10.244.1.5/32'] }).success).toBe(false);
+    expect(FerryStatusEntrySchema.safeParse({ ...infra, ips: ['10.244.7.9/32'] }).success).toBe(false);
     expect(FerryStatusEntrySchema.safeParse({ ...infra, [FERRY_ATTACHMENT_KEY]: undefined }).success).toBe(false);
     expect(
       FerryStatusEntrySchema.safeParse({ ...delegated, 'device-info': { type: 'vdpa', version: '1.0.0' } }).success,

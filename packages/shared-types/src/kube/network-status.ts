@@ -10,7 +10,7 @@ import * as z from 'zod/mini';
 import { AttachmentKeySchema, MacSchema } from '../api/common';
 import { DnsSchema } from '../cni/dns';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
-import { describeFirstIssue } from '../parse';
+import { readJsonAs } from '../parse';
 import { PciAddressSchema } from './pod-nics';
 
 /** The annotation's key. */
@@ -56,12 +56,6 @@ export function isFerryEntry(entry: NetworkStatusEntry): boolean {
 
 /** Reads the annotation's text: its entries, or why it is not a network-status list. */
 export function parseNetworkStatus(text: string): { entries: NetworkStatusEntry[] } | { problem: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    return { problem: `not JSON: ${(err as Error).message}` };
-  }
-  const r = NetworkStatusSchema.safeParse(json);
-  return r.success ? { entries: r.data } : { problem: describeFirstIssue(r.error) };
+  const r = readJsonAs(NetworkStatusSchema, text);
+  return 'value' in r ? { entries: r.value } : r;
 }

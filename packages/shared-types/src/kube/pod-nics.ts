@@ -7,7 +7,7 @@
  */
 import * as z from 'zod/mini';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
-import { describeFirstIssue } from '../parse';
+import { readJsonAs } from '../parse';
 
 /** The annotation's key. */
 export const POD_NICS_ANNOTATION = 'ferry.dev/nics';
@@ -126,12 +126,6 @@ export function parsePodNics(text: string): { nics: PodNics } | { problem: strin
   if (text.length > MAX_POD_NICS_LENGTH) {
     return { problem: `is ${text.length} characters long; at most ${MAX_POD_NICS_LENGTH} are read` };
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    return { problem: `not JSON: ${(err as Error).message}` };
-  }
-  const r = PodNicsSchema.safeParse(json);
-  return r.success ? { nics: r.data } : { problem: describeFirstIssue(r.error) };
+  const r = readJsonAs(PodNicsSchema, text);
+  return 'value' in r ? { nics: r.value } : r;
 }
