@@ -137,7 +137,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   }
   await app.register(operatorRoutes, {
     operator: deps.operator,
-    ...(deps.pods ? { pods: deps.pods } : {}),
+    pods: deps.pods,
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
   });
   return app;

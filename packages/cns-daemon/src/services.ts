@@ -155,22 +155,11 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: {
-      attachments,
-      writes: new GroupCommit(db),
-      ipam,
-      operator,
-      lifecycle,
-      storage,
-      metrics,
-      log,
-      ping,
-      ...(pods ? { pods } : {}),
-    },
+    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping, pods },
     reconciler,
     drainer,
     ...(cluster ? { cluster } : {}),
-    ...(pods ? { pods } : {}),
+    pods,
   };
 }
 

@@ -44,5 +44,5 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
   await app.register(operatorDeviceRoutes, { operator });
   await app.register(operatorQueueRoutes, { operator });
   await app.register(operatorNodeRoutes, { operator });
-  await app.register(operatorPodRoutes, pods ? { pods } : {});
+  await app.register(operatorPodRoutes, { pods });
 };
