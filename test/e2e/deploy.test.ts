@@ -18,6 +18,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { expect, test } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { DIST_BIN, ROOT } from '../fixtures/paths';
+import { grantedVerbs } from '../fixtures/rbac';
 
 const DEPLOY = join(ROOT, 'deploy');
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -51,7 +52,9 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   const all = manifests();
   expect(all.map((m) => `${m.obj.kind}/${m.obj.metadata.name}`).sort()).toEqual([
     'ClusterRole/ferry-node-reader',
+    'ClusterRole/ferry-pod-status',
     'ClusterRoleBinding/ferry-node-reader',
+    'ClusterRoleBinding/ferry-pod-status',
     'ConfigMap/ferry-config',
     'DaemonSet/ferryd',
     'Namespace/ferry-system',
@@ -71,33 +74,43 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
 });
 
-test('the RBAC is least privilege: read nodes (get, list, watch), nothing else', () => {
-  const role = manifests().find((m) => m.obj.kind === 'ClusterRole')?.obj as unknown as { rules: unknown[] };
-  expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }]);
+test('the RBAC is least privilege: read nodes (get, list, watch); read and patch pods (get, list, watch, patch); nothing else', () => {
+  const roles = manifests()
+    .filter((m) => m.obj.kind === 'ClusterRole')
+    .map((m) => ({ name: m.obj.metadata.name, rules: (m.obj as unknown as { rules: unknown[] }).rules }));
+  expect(roles).toEqual([
+    { name: 'ferry-node-reader', rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
+    {
+      name: 'ferry-pod-status',
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] }],
+    },
+  ]);
+  // test/e2e/pods-kube.test.ts checks these are the verbs a running ferryd (and the install step) use.
+  expect(grantedVerbs()).toEqual({ nodes: ['get', 'list', 'watch'], pods: ['get', 'list', 'patch', 'watch'] });
 });
 
-test('ferryd has what the node watch needs: its node name, and a token of the account bound to the role', () => {
+test('ferryd has what the node and pod watches need: its node name, and a token of the account bound to each role', () => {
   const all = manifests();
   const ds = all.find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const pod = ds.spec?.template.spec;
   const ferryd = pod?.containers.find((c) => c.name === 'ferryd');
-  // NODE_NAME from the downward API: the node excludes itself from its peers.
+  // NODE_NAME from the downward API: the node excludes itself from its peers and watches its own pods.
   expect(ferryd?.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
   // An optional override of the API server's address (clusters without kube-proxy) must stay optional.
   for (const from of ferryd?.envFrom ?? []) expect(from.configMapRef?.optional, JSON.stringify(from)).toBe(true);
-  // In-cluster credentials: the pod's service account token is mounted, and that account is bound to the role.
+  // In-cluster credentials: the pod's service account token is mounted, and that account is bound to the roles.
   expect(pod?.automountServiceAccountToken).not.toBe(false);
-  const binding = all.find((m) => m.obj.kind === 'ClusterRoleBinding')?.obj as unknown as {
-    roleRef: { kind: string; name: string };
-    subjects: { kind: string; name: string; namespace: string }[];
-  };
-  const role = all.find((m) => m.obj.kind === 'ClusterRole')?.obj;
-  expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: role?.metadata.name });
-  expect(binding.subjects).toContainEqual({
-    kind: 'ServiceAccount',
-    name: pod?.serviceAccountName,
-    namespace: ds.metadata?.namespace,
-  });
+  const bindings = all
+    .filter((m) => m.obj.kind === 'ClusterRoleBinding')
+    .map((m) => m.obj as unknown as { roleRef: { kind: string; name: string }; subjects: unknown[] });
+  const roles = all.filter((m) => m.obj.kind === 'ClusterRole').map((m) => m.obj.metadata.name);
+  expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([...roles].sort());
+  for (const binding of bindings) {
+    expect(binding.roleRef.kind).toBe('ClusterRole');
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: pod?.serviceAccountName, namespace: ds.metadata?.namespace },
+    ]);
+  }
 });
 
 test('the DaemonSet hangs together: mounts, probes, host paths, and an install step ferryctl understands', async () => {

@@ -20,6 +20,7 @@ import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
 import type { Operator } from './operator';
+import type { PodServices } from './pods/build';
 import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
@@ -51,6 +52,8 @@ export interface AppDeps {
   log: Logger;
   /** Liveness: throws when the database no longer answers. */
   ping(): void;
+  /** This node's pods, when ferryd watches them (the operator API shows them). */
+  pods?: PodServices;
 }
 
 export interface AppOptions {
@@ -132,7 +135,11 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     await app.register(gcRoutes, { attachments: deps.attachments });
     await app.register(statusRoutes, { lifecycle: deps.lifecycle, storage: deps.storage, operator: deps.operator });
   }
-  await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
+  await app.register(operatorRoutes, {
+    operator: deps.operator,
+    pods: deps.pods,
+    ...(opts.tokens ? { tokens: opts.tokens } : {}),
+  });
   return app;
 }
 

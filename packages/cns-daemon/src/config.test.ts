@@ -134,3 +134,25 @@ test('in a pod of a cluster, routing without static peers watches the Node objec
   writeFileSync(file, `${NET}\ncluster: { routing: none }`);
   expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toBeUndefined();
 });
+
+test("the pod watch: with any routing (none too), the node's name from NODE_NAME, defaults filled in", (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, `${NET}\ncluster: { routing: none, kubernetes: { pods: {} } }`);
+  expect(() => loadConfig(file, {}, {})).toThrow(/cluster\.nodeName: required/);
+  const { config } = loadConfig(file, { NODE_NAME: 'node-a' }, {});
+  expect(config.cluster).toMatchObject({
+    nodeName: 'node-a',
+    routing: 'none',
+    kubernetes: { pods: { lookupTimeoutMs: 3000, networkStatus: true } },
+  });
+  // An ADD waits for the lookup inside the shim's own request deadline.
+  writeFileSync(file, `${NET}\ncluster: { routing: none, kubernetes: { pods: { lookupTimeoutMs: 9000 } } }`);
+  expect(() => loadConfig(file, { NODE_NAME: 'node-a' }, {})).toThrow(
+    /cluster\.kubernetes\.pods\.lookupTimeoutMs: .*8000/,
+  );
+  writeFileSync(
+    file,
+    `${NET}\ncluster: { routing: none, kubernetes: { pods: { networkStatus: false, watch: true } } }`,
+  );
+  expect(() => loadConfig(file, { NODE_NAME: 'node-a' }, {})).toThrow(/cluster\.kubernetes\.pods: .*"watch"/);
+});

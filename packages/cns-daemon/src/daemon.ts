@@ -42,11 +42,13 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
   };
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
-    const { deps, reconciler, drainer, cluster } = buildServices(config, store.db, {
+    const podModule = config.cluster?.kubernetes?.pods ? await import('./pods/build') : undefined;
+    const { deps, reconciler, drainer, cluster, pods } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
+      ...(podModule ? { podServices: podModule.buildPodServices } : {}),
     });
     // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
     // drains), the drainer finishes its pass, and only then the store closes.
@@ -88,6 +90,11 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       // stops before the store closes, leaving every route in place for the next ferryd.
       cleanups.unshift(() => cluster.stop());
       cluster.start();
+    }
+    if (pods) {
+      // Nor does the API server: ADDs of pods the watch has not delivered ask it directly, bounded.
+      cleanups.unshift(() => pods.stop());
+      pods.start();
     }
     log.info(
       { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },

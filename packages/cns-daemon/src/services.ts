@@ -21,6 +21,8 @@ import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
 import { Operator } from './operator';
+import type { buildPodServices, PodServices } from './pods/build';
+import { registerPodMetrics } from './pods/metrics';
 import { Drainer } from './queue/drainer';
 import { readinessOf } from './readiness';
 import { Reconciler } from './reconcile/reconciler';
@@ -37,6 +39,8 @@ export interface Services {
   deps: AppDeps;
   /** Cluster networking, when the config has a `cluster` section; startDaemon starts it. */
   cluster?: ClusterController;
+  /** This node's pods, when `cluster.kubernetes.pods` is set; startDaemon starts the watch. */
+  pods?: PodServices;
   reconciler: Reconciler;
   drainer: Drainer;
 }
@@ -47,6 +51,8 @@ export interface ServiceOptions {
   defaultMetrics: boolean;
   /** The Kubernetes peer source, loaded when `cluster.kubernetes` is set (cluster/build.ts says why). */
   kubeSource?: typeof createKubePeerSource;
+  /** The pod services, loaded when `cluster.kubernetes.pods` is set (for the same reason). */
+  podServices?: typeof buildPodServices;
 }
 
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
@@ -110,6 +116,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     now,
     reconcile: () => reconciler.runOnce(),
   });
+  const pods = buildPods(config, operator, opts);
   const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
   const metrics = new Metrics(
     {
@@ -143,13 +150,32 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     { defaultMetrics: opts.defaultMetrics },
   );
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
+  if (pods) registerPodMetrics(metrics.registry, pods);
   const ping = () => {
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping },
+    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping, pods },
     reconciler,
     drainer,
     ...(cluster ? { cluster } : {}),
+    pods,
   };
+}
+
+/** The pod services, when configured: the status writer projects ferryd's records (the operator's view). */
+function buildPods(config: FerrydConfig, operator: Operator, opts: ServiceOptions): PodServices | undefined {
+  const kubernetes = config.cluster?.kubernetes;
+  if (!kubernetes?.pods) return undefined;
+  if (!opts.podServices) throw new Error('cluster.kubernetes.pods is set but the pod services were not loaded');
+  return opts.podServices({
+    ...(kubernetes.kubeconfig ? { kubeconfig: kubernetes.kubeconfig } : {}),
+    // The config check requires a node name whenever `kubernetes` is set.
+    nodeName: config.cluster?.nodeName ?? '',
+    config: kubernetes.pods,
+    records: (pod) =>
+      operator.listEndpoints(pod ? { namespace: pod.namespace, pod: pod.name } : {}).flatMap((e) => e.interfaces),
+    resyncMs: config.reconcile.intervalSec * 1000,
+    log: opts.log,
+  });
 }

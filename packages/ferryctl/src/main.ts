@@ -15,6 +15,7 @@ import { cmdHealth } from './commands/health';
 import { cmdInstall } from './commands/install';
 import { cmdIpam } from './commands/ipam';
 import { cmdNodes } from './commands/nodes';
+import { cmdPods } from './commands/pods';
 import { cmdQueue } from './commands/queue';
 import { cmdReconcile } from './commands/reconcile';
 import type { Context } from './context';
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   gc: cmdGc,
   doctor: cmdDoctor,
   nodes: cmdNodes,
+  pods: cmdPods,
   reconcile: cmdReconcile,
   health: cmdHealth,
   install: cmdInstall,
@@ -50,6 +52,10 @@ commands:
   reconcile                          run one reconcile pass now
   nodes                              cluster networking: peers, their pod CIDRs, this node's routes and
                                      VXLAN entries for them (present, missing, refused), stale ones
+  pods [list]                        this node's pods as ferryd's watch holds them, what each asks for
+                                     (ferry.dev/nics), the network-status writer's queue
+  pods show <namespace/name> [--uid UID]
+                                     one pod, found as an ADD finds it (the cache, else the API server)
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
   health [--ready]                   exit 0 when ferryd is alive (ready); for probes
   install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
@@ -84,6 +90,7 @@ const OPTIONS = {
   'ferryd-config-template': { type: 'string' },
   'ferryd-config-out': { type: 'string' },
   node: { type: 'string' },
+  uid: { type: 'string' },
   'api-server': { type: 'string' },
   'api-token-file': { type: 'string' },
   'api-ca-file': { type: 'string' },

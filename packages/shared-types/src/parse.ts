@@ -72,3 +72,18 @@ export function parseAs<T>(schema: z.ZodMiniType<T>, input: unknown, code: Code,
   if (r.success) return r.data;
   throw new CniError(code, `${what}: ${describeFirstIssue(r.error)}`);
 }
+
+/**
+ * Reads `text` as JSON of `schema`'s shape: the value, or the problem (`not JSON: …`, or the first
+ * offending field and what is wrong with it), for the caller to say whose text it was.
+ */
+export function readJsonAs<T>(schema: z.ZodMiniType<T>, text: string): { value: T } | { problem: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return { problem: `not JSON: ${(err as Error).message}` };
+  }
+  const r = schema.safeParse(json);
+  return r.success ? { value: r.data } : { problem: describeFirstIssue(r.error) };
+}

@@ -1,6 +1,7 @@
 /**
  * This node's pod CIDRs from the Kubernetes API (spec.podCIDRs), with the pod's service-account token:
- * the only API call Ferry makes, hence the ClusterRole that may `get` nodes and nothing else.
+ * the install step's only API call, the `get` on nodes in deploy/rbac.yaml (ferryd's own watches and
+ * writes are the rest of it).
  */
 import { readFileSync } from 'node:fs';
 import { CniError, Code } from '@ferry/shared-types/errors';

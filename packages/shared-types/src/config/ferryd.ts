@@ -8,7 +8,7 @@ import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
 import { NicTypeSchema } from '../nic';
-import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
+import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DAEMON_TIMEOUTS, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
@@ -104,6 +104,24 @@ export const VxlanConfigSchema = z.strictObject({
 });
 export type VxlanConfig = z.infer<typeof VxlanConfigSchema>;
 
+/**
+ * The longest an ADD may wait for a pod the cache does not hold: inside the shim's default request
+ * deadline, with room for the rest of the allocation, so the shim hears code 11 rather than a timeout.
+ */
+export const MAX_POD_LOOKUP_TIMEOUT_MS = DEFAULT_DAEMON_TIMEOUTS.requestMs - 2000;
+
+export const PodWatchConfigSchema = z.strictObject({
+  lookupTimeoutMs: doc(
+    z._default(z.number().check(z.int(), z.minimum(100), z.maximum(MAX_POD_LOOKUP_TIMEOUT_MS)), 3000),
+    "How long a question about a pod the watch has not delivered yet (a direct GET, retried while the API server is away) may take before it fails with code 11 (try again later). Keep it below the conflist's `daemonTimeouts.requestMs`.",
+  ),
+  networkStatus: doc(
+    z._default(z.boolean(), true),
+    "Write what each pod got into its `k8s.v1.cni.cncf.io/network-status` annotation (Ferry's entries only, from ferryd's records). Turn it off where Multus writes that annotation.",
+  ),
+});
+export type PodWatchConfig = z.infer<typeof PodWatchConfigSchema>;
+
 export const ClusterConfigSchema = z.strictObject({
   nodeName: doc(
     z.optional(z.string().check(z.minLength(1), z.maxLength(253))),
@@ -140,9 +158,13 @@ export const ClusterConfigSchema = z.strictObject({
           z.optional(absolutePath()),
           'A kubeconfig for out-of-cluster use; without it the in-cluster service account is used.',
         ),
+        pods: doc(
+          z.optional(PodWatchConfigSchema),
+          "Watch this node's pods (`spec.nodeName` = `nodeName`): their `ferry.dev/nics` annotation, and their `k8s.v1.cni.cncf.io/network-status`. Works with any `routing`, `none` included.",
+        ),
       }),
     ),
-    'Learn the peers from a watch on Kubernetes Node objects. Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
+    'Talk to the Kubernetes API: the peers come from a watch on Node objects (and, with `pods`, ferryd watches its pods). Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
   ),
   vxlan: doc(
     z._default(VxlanConfigSchema, { vni: 1, port: 8472, device: 'ferry.1' }),
