@@ -25,6 +25,14 @@ import { entryFileNameOf } from './host-veth';
 
 const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
 
+/** A config with a second network, for what must stay scoped to one. */
+const TWO_NETWORKS = {
+  networks: [
+    { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
+    { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
+  ],
+};
+
 interface World {
   attachments: Attachments;
   inventory: Inventory;
@@ -180,12 +188,7 @@ test('a committed attachment is refused with 105 and stays whole', (t) => {
 });
 
 test("the same container and ifName on another network conflicts with the first network's attachment", (t) => {
-  const w = useAttachments(t, {
-    networks: [
-      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
-      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
-    ],
-  });
+  const w = useAttachments(t, TWO_NETWORKS);
   w.attachments.allocate(request('c1'));
   const refused = failure(() => w.attachments.allocate(request('c1', { network: 'other' })));
   expect(refused).toEqual({
@@ -387,12 +390,7 @@ test("releaseQueued: 'released', 'absent' for unknown or another network, 'stale
 });
 
 test('releaseContainer releases every attachment of the container and no other', (t) => {
-  const w = useAttachments(t, {
-    networks: [
-      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
-      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
-    ],
-  });
+  const w = useAttachments(t, TWO_NETWORKS);
   w.attachments.allocate(request('c1'));
   w.attachments.allocate(request('c1', { network: 'other', ifName: 'eth1' }));
   w.attachments.allocate(request('c2'));
@@ -409,12 +407,7 @@ test('releaseContainer releases every attachment of the container and no other',
 // --- gc ---------------------------------------------------------------------------------------------
 
 test('gc releases every attachment of the network not listed valid, and collects errors without stopping', (t) => {
-  const w = useAttachments(t, {
-    networks: [
-      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
-      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
-    ],
-  });
+  const w = useAttachments(t, TWO_NETWORKS);
   for (const id of ['keep', 'broken', 'gone']) w.attachments.allocate(request(id));
   w.attachments.allocate(request('keep', { ifName: 'eth1' }));
   w.attachments.allocate(request('elsewhere', { network: 'other' }));
@@ -553,12 +546,7 @@ test('delegated NICs: the pod reservations first under their names, then the gro
 });
 
 test("a second attachment of the pod names its devices past the container's names and leaves the reserved one", (t) => {
-  const w = useAttachments(t, {
-    networks: [
-      { name: 'ferry', ipv4: { subnet: '10.9.0.0/24' } },
-      { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
-    ],
-  });
+  const w = useAttachments(t, TWO_NETWORKS);
   addDevice(w, '02:00:00:00:00:01', 'frontend', 'ens1f0');
   addDevice(w, '02:00:00:00:00:02', 'frontend', 'ens1f1');
   addDevice(w, '02:00:00:00:00:09', 'storage', 'ens2f0');
