@@ -6,7 +6,7 @@
  * is made by the real Ip from iproute2's own output, so it carries whatever kind @ferry/net gives it.
  * Methods it does not fake go to a runner that rejects: a test never silently runs iproute2.
  */
-import { Ip, type IpBatch, type IpLink, type LinkRoute, type Netns, type RouteSpec } from '@ferry/net';
+import { Ip, type IpBatch, type IpLink, Iproute2, type LinkRoute, type Netns, type RouteSpec } from '@ferry/net';
 
 type BatchOp = IpBatch['ops'][number];
 
@@ -26,7 +26,7 @@ export class FakeIp extends Ip {
   #nextIfindex = 100;
 
   constructor() {
-    super(() => Promise.reject(new Error('FakeIp: this Ip method is not faked')));
+    super(new Iproute2(() => Promise.reject(new Error('FakeIp: this Ip method is not faked'))));
   }
 
   /** The next batch line starting with `line` fails with iproute2's `stderr` (once). */
@@ -157,11 +157,13 @@ export class FakeIp extends Ip {
 
 /** The error the real Ip throws when iproute2 refuses line `index` of `batch` with `stderr`. */
 async function iproute2Failure(ns: Netns, batch: IpBatch, what: string, index: number, stderr: string) {
-  const failing = new Ip(async () => ({
-    exitCode: 1,
-    stdout: '',
-    stderr: `${stderr}\nCommand failed -:${index + 1}\n`,
-  }));
+  const failing = new Ip(
+    new Iproute2(async () => ({
+      exitCode: 1,
+      stdout: '',
+      stderr: `${stderr}\nCommand failed -:${index + 1}\n`,
+    })),
+  );
   try {
     await failing.apply(ns, batch, what);
   } catch (err) {

@@ -4,7 +4,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Ip } from '@ferry/net';
+import { Ip, Iproute2 } from '@ferry/net';
 import type { AllocateRequest, Allocation, DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
@@ -56,7 +56,7 @@ function useAttachments(t: TestContext, overrides: Record<string, unknown> = {})
   const devices = new DeviceStore(db);
   const journal = new JournalDir(join(dir, 'commit-journal'));
   const log = pino({ level: 'silent' });
-  const ip = new Ip(() => Promise.reject(new Error('no iproute2 in these tests')));
+  const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
   const w: World = {
     db,
     devices,
