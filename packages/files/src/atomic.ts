@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from '@ferry/files/fs';
+import { utf8Encode } from '@ferry/sys/utf8';
 import { joinName } from './paths';
-import { utf8Encode } from './utf8';
 
 export interface AtomicWriteOptions {
   mode: number;

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { HttpResponse, RequestOptions } from '@ferry/http';
 import { Ip, type LinkApplier } from '@ferry/net';
 import { expect, test } from 'vitest';
 import type { ShimConf } from '../config';
 import { DaemonClient } from '../daemon-client';
 import { openLog } from '../log';
-import type { HttpResponse, RequestOptions, Runtime } from '../runtime/runtime';
+import type { Runtime } from '../runtime/runtime';
 import { cmdDel } from './del';
 
 // The DEL's conversation with ferryd, against a ferryd that answers from a table: what a real older ferryd

@@ -1,17 +1,17 @@
 /// <reference types="bun-types" />
 /**
  * The runtime of the shipped ferry-cni binary: Bun's native spawn, HTTP to ferryd as libc calls
- * (unix-http.ts), and rtnetlink through bun:ffi instead of `ip` execs for the InfraNIC's links.
+ * (@ferry/http/libc), and rtnetlink through bun:ffi instead of `ip` execs for the InfraNIC's links.
  */
 import { closeSync, openSync } from '@ferry/files/fs';
-import { ERRNO, errno, errnoError, libc } from '@ferry/files/libc';
+import { requestOverLibc } from '@ferry/http/libc';
 import { Rtnetlink } from '@ferry/net/rtnetlink';
 // The subpath, not the index: the runtime loads with every command, iproute2's schemas only with some.
 import { RUN_TIMEOUT_MS, type Runner, timedOut } from '@ferry/net/run';
+import { ERRNO, errno, errnoError, libc } from '@ferry/sys/libc';
 import { rtnlSys } from './rtnl-sys';
 import { pollLock, type Runtime, type Unlock } from './runtime';
 import { sha256Hex } from './sha256';
-import { unixHttpRequest } from './unix-http';
 
 const LOCK_SH = 1;
 const LOCK_NB = 4;
@@ -58,7 +58,7 @@ async function lockShared(path: string, timeoutMs: number): Promise<Unlock | und
 export const bunRuntime: Runtime = {
   run,
   links: new Rtnetlink(rtnlSys),
-  request: unixHttpRequest,
+  request: requestOverLibc,
   lockShared,
   sha256Hex,
 };

@@ -38,7 +38,7 @@ import {
   type QueueStatus,
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
@@ -314,7 +314,7 @@ export class Drainer {
     return names
       .filter((n) => /^[0-9a-f]{64}\.reason\.json$/.test(n))
       .flatMap((n) => {
-        const r = ReasonSchema.safeParse(safeJson(readReason(join(failed, n))));
+        const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(join(failed, n))));
         return r.success ? [{ file: n.slice(0, 64), ...r.data }] : [];
       });
   }
@@ -323,7 +323,7 @@ export class Drainer {
   retryFailed(file: string): void {
     const failed = join(this.#d.dir, FAILED);
     const reasonPath = join(failed, `${file}.reason.json`);
-    const r = ReasonSchema.safeParse(safeJson(readReason(reasonPath)));
+    const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(reasonPath)));
     if (!r.success) throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
     const reason = r.data;
     if (!QUEUE_ENTRY_NAME_RE.test(reason.originalName)) {
@@ -376,13 +376,4 @@ function readEntry(path: string): QueueEntry {
     throw new Error(`invalid entry: ${describeFirstIssue(r.error)}`);
   }
   return r.data;
-}
-
-function safeJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
