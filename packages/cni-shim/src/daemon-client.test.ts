@@ -12,7 +12,6 @@ const silent = openLog('/dev/null', 'silent');
 function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: () => '',
     request: (o) => ({
       answer: async () => {
@@ -116,7 +115,6 @@ test('getEndpoint sends at once and waits for the answer only when asked, howeve
   const events: string[] = [];
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: () => '',
     request: (o) => {
       events.push(`sent ${o.method} ${o.path}`);

@@ -24,7 +24,6 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
   };
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: (text) => createHash('sha256').update(text).digest('hex'),
     request: (o) => {
       asked.push(`${o.method} ${o.path}`);

@@ -2,14 +2,11 @@
  * The shim's seam to its runtime. The shipped binary is compiled by Bun, whose own APIs start in a few
  * milliseconds while its Node-compatibility layers (node:http, child_process) cost tens (docs/shipping.md);
  * tests that run sources use Node. Everything that differs between the two lives behind this interface
- * (file calls differ too, chosen by @ferry/files's import conditions).
+ * (file calls and locks differ too, chosen by @ferry/files's import conditions).
  */
 import type { HttpResponse, InFlight, RequestOptions } from '@ferry/http';
 import type { LinkApplier, Runner } from '@ferry/net';
 import type { Sha256Hex } from '@ferry/shared-types/host-veth';
-
-/** Releases a lock taken by lockShared. */
-export type Unlock = () => void;
 
 export interface Runtime {
   /** Spawns a process without a shell (used by @ferry/net). */
@@ -21,21 +18,6 @@ export interface Runtime {
    * its answer throws UnreachableError when ferryd cannot be reached (the send's own failures included).
    */
   request(opts: RequestOptions): InFlight<HttpResponse>;
-  /**
-   * A shared flock(2) on `path` (created if missing), waiting at most `timeoutMs`; undefined when it
-   * could not be had in time. The kernel drops it if the process dies.
-   */
-  lockShared(path: string, timeoutMs: number): Promise<Unlock | undefined>;
   /** SHA-256 for names derived from an attachment (Bun's own hasher: node:crypto costs ~2 ms to load). */
   sha256Hex: Sha256Hex;
-}
-
-/** Polls a non-blocking lock attempt every 10 ms until it succeeds or time runs out. */
-export async function pollLock(tryLock: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (tryLock()) return true;
-    if (Date.now() >= until) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
