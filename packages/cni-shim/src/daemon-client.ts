@@ -8,7 +8,6 @@
  * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
  * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
  */
-
 import { type HttpResponse, type InFlight, type Method, thenAnswer, UnreachableError } from '@ferry/http';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
