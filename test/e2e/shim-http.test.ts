@@ -1,14 +1,15 @@
 /**
- * The shipped shim's HTTP/1.1 client (runtime/unix-http.ts: libc calls, no library) against what a
- * ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in pieces
- * (through a proxy), listeners that hang up before a whole answer or never answer, and a listener whose
- * accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also answers
- * 11 everywhere, worded as node:http says it (ECONNRESET, aborted, EAGAIN at once for the full backlog).
+ * The shipped shim's HTTP/1.1 client (packages/http/src/client-libc.ts: libc calls, no library) against
+ * what a ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in
+ * pieces (through a proxy), listeners that hang up before a whole answer or never answer, and a listener
+ * whose accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also
+ * answers 11 everywhere, worded as undici says it ("other side closed", EAGAIN at once for the full backlog).
  */
 import { spawn } from 'node:child_process';
 import { createServer as createHttpServer } from 'node:http';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import type { Method } from '@ferry/http';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { request } from '../fixtures/http';
@@ -63,7 +64,9 @@ async function useChunkingProxy(t: Scope, ferrydSocket: string): Promise<{ socke
       text += c;
     });
     req.on('end', async () => {
-      const r = await request(ferrydSocket, req.method ?? '', req.url ?? '', text ? JSON.parse(text) : undefined);
+      // Passed on as the shim sent it, one of the methods it uses.
+      const method = req.method as Method;
+      const r = await request(ferrydSocket, method, req.url ?? '', text ? JSON.parse(text) : undefined);
       res.writeHead(r.status, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
       const third = Math.ceil(r.body.length / 3);
       for (let at = 0; at < r.body.length; at += third) {

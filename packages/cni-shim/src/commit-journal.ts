@@ -9,7 +9,7 @@
  * The directory is never created here: ferryd creates it, so a missing one means a ferryd that would
  * not read it (an older one), and ADD commits over the socket.
  */
-import { writeFileAtomically } from '@ferry/files';
+import { SHARED_TEMP_PREFIX, writeFileAtomically } from '@ferry/files';
 import type { JournalEntry } from '@ferry/shared-types/api/commit-journal';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 // Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
@@ -33,7 +33,7 @@ export function writeJournalEntry(
   // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
   const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
   const name = attachmentFileNameOf(rt.sha256Hex, commit.network, containerId, commit.ifName);
-  // The temp file starts with .tmp-: ferryd knows it for a write in progress.
-  writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
+  // ferryd knows the temp file for a write in progress.
+  writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: SHARED_TEMP_PREFIX, fsync: false });
   return name;
 }

@@ -1,8 +1,9 @@
+import { type HttpResponse, type RequestOptions, UnreachableError } from '@ferry/http';
 import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import { DaemonClient, isDaemonDown, isNotListening } from './daemon-client';
 import { openLog } from './log';
-import { type HttpResponse, type RequestOptions, type Runtime, UnreachableError } from './runtime/runtime';
+import type { Runtime } from './runtime/runtime';
 
 const silent = openLog('/dev/null', 'silent');
 
@@ -11,7 +12,6 @@ const silent = openLog('/dev/null', 'silent');
 function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: () => '',
     request: (o) => ({
       answer: async () => {
@@ -25,10 +25,11 @@ function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClie
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
-  const c = client(
-    () => new UnreachableError('ferryd at /run/ferry/ferryd.sock is unreachable: ECONNREFUSED', 'refused'),
-  );
-  await expect(c.release('abc', 'ferry', 'eth0')).rejects.toMatchObject({ code: Code.TryAgainLater });
+  const c = client(() => new UnreachableError('ECONNREFUSED', 'refused'));
+  await expect(c.release('abc', 'ferry', 'eth0')).rejects.toMatchObject({
+    code: Code.TryAgainLater,
+    message: 'ferryd at /run/ferry/ferryd.sock is unreachable: ECONNREFUSED',
+  });
 });
 
 test.for([
@@ -37,7 +38,7 @@ test.for([
   ['timeout', false],
   ['other', false],
 ] as const)('unreachable because %s: isNotListening is %s', async ([reason, expected]) => {
-  const err = await client(() => new UnreachableError(`unreachable: ${reason}`, reason))
+  const err = await client(() => new UnreachableError(reason, reason))
     .getEndpoint('abc')
     .answer()
     .catch((e: unknown) => e);
@@ -114,7 +115,6 @@ test('getEndpoint sends at once and waits for the answer only when asked, howeve
   const events: string[] = [];
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: () => '',
     request: (o) => {
       events.push(`sent ${o.method} ${o.path}`);

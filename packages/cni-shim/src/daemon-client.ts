@@ -8,23 +8,17 @@
  * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
  * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
  */
+import { type HttpResponse, type InFlight, type Method, thenAnswer, UnreachableError } from '@ferry/http';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
-import { CniError, Code, isCode } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import type { Logger } from './log';
-import {
-  type HttpResponse,
-  type InFlight,
-  type RequestOptions,
-  type Runtime,
-  thenAnswer,
-  UnreachableError,
-} from './runtime/runtime';
+import type { Runtime } from './runtime/runtime';
 
 /** ferryd down, starting or draining: code 11, whether the transport or ferryd itself said so. */
 export const isDaemonDown = (err: unknown): err is CniError =>
@@ -156,7 +150,7 @@ export class DaemonClient {
     try {
       const r = await this.#send('GET', '/readyz', undefined, deadlineMs).answer();
       const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
-      const body = ReadinessSchema.safeParse(safeJson(r.body));
+      const body = ReadinessSchema.safeParse(parseJsonOrUndefined(r.body));
       if (r.status === 200 && body.success && body.data.ready) return undefined;
       return body.success ? `ferryd is ${body.data.phase}` : `readyz answered ${r.status}`;
     } catch (err) {
@@ -166,7 +160,7 @@ export class DaemonClient {
 
   /** A call whose answer is used: taken by `accept` (answers.ts) when it can, else parsed with `schema`. */
   #call<T>(
-    method: RequestOptions['method'],
+    method: Method,
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
@@ -187,7 +181,7 @@ export class DaemonClient {
   }
 
   /** Sends one request; its answer is the decoded body of a 2xx answer, or throws the CniError of any other. */
-  #exchange(method: RequestOptions['method'], path: string, body?: unknown, deadlineMs?: number): InFlight<unknown> {
+  #exchange(method: Method, path: string, body?: unknown, deadlineMs?: number): InFlight<unknown> {
     const started = Date.now();
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
@@ -195,21 +189,15 @@ export class DaemonClient {
     return thenAnswer(sent, async (answer) => {
       const r = await answer;
       this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
-      const doc = safeJson(r.body);
+      const doc = parseJsonOrUndefined(r.body);
       if (r.status >= 200 && r.status < 300) return doc;
-      const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
-      const err = CniErrorSchema.safeParse(doc);
-      if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
-      throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+      // Imported on an error only: its schema is built when its module loads.
+      const { errorOfAnswer } = await import('@ferry/shared-types/api/error');
+      throw errorOfAnswer(`ferryd ${method} ${path}`, r.status, r.body, doc);
     });
   }
 
-  #send(
-    method: RequestOptions['method'],
-    path: string,
-    body: string | undefined,
-    deadlineMs: number,
-  ): InFlight<HttpResponse> {
+  #send(method: Method, path: string, body: string | undefined, deadlineMs: number): InFlight<HttpResponse> {
     const sent = this.#rt.request({
       socket: this.socket,
       method,
@@ -222,7 +210,11 @@ export class DaemonClient {
       try {
         return await answer;
       } catch (err) {
-        if (err instanceof UnreachableError) throw new CniError(Code.TryAgainLater, err.message, '', { cause: err });
+        if (err instanceof UnreachableError) {
+          throw new CniError(Code.TryAgainLater, `ferryd at ${this.socket} is unreachable: ${err.message}`, '', {
+            cause: err,
+          });
+        }
         throw err;
       }
     });
@@ -230,11 +222,3 @@ export class DaemonClient {
 }
 
 const endpointSchema = async () => (await import('@ferry/shared-types/api/endpoints')).EndpointSchema;
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -157,7 +157,5 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
       return err.code === Code.TryAgainLater ? 3 : 1;
     }
     throw err;
-  } finally {
-    await client.close();
   }
 }

@@ -1,6 +1,19 @@
 import type * as z from 'zod/mini';
 import { CniError, type Code } from './errors';
 
+/**
+ * JSON.parse for text that may be anything (an answer of a server, a file someone else wrote): the value,
+ * or undefined when there is no text or it is not JSON. The schema the value meets next says what is wrong.
+ */
+export function parseJsonOrUndefined(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Describes a zod issue path as `a.b[0].c`, or `(root)` for the value itself. */
 export function describePath(path: readonly PropertyKey[]): string {
   let out = '';

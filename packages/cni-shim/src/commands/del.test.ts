@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { HttpResponse, RequestOptions } from '@ferry/http';
 import { Ip, type IpBackend } from '@ferry/net';
 import { expect, test } from 'vitest';
 import type { ShimConf } from '../config';
 import { DaemonClient } from '../daemon-client';
 import { openLog } from '../log';
-import type { HttpResponse, RequestOptions, Runtime } from '../runtime/runtime';
+import type { Runtime } from '../runtime/runtime';
 import { cmdDel } from './del';
 
 // The DEL's conversation with ferryd, against a ferryd that answers from a table: what a real older ferryd
@@ -23,7 +24,6 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
   };
   const rt: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: (text) => createHash('sha256').update(text).digest('hex'),
     request: (o) => {
       asked.push(`${o.method} ${o.path}`);

@@ -3,6 +3,7 @@
  * intent durably, clean the pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and
  * nothing is lost.
  */
+import { lockFile } from '@ferry/files/lock';
 import { joinName } from '@ferry/files/paths';
 import { DEFAULT_DELETE_QUEUE, DEFAULT_DELETE_QUEUE_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -40,8 +41,8 @@ export async function delWithoutDaemon(
     queuedAt: new Date().toISOString(),
   });
   prepareQueueDir(dir);
-  const unlock = await d.rt.lockShared(joinName(dir, 'lock'), LOCK_WAIT_MS);
-  if (!unlock) {
+  const lock = await lockFile(joinName(dir, 'lock'), 'shared', LOCK_WAIT_MS);
+  if (!lock) {
     throw new CniError(
       Code.TryAgainLater,
       `queue DEL of ${args.containerId}/${args.ifName}: ${dir}/lock stayed locked for ${LOCK_WAIT_MS} ms (ferryd draining)`,
@@ -54,7 +55,7 @@ export async function delWithoutDaemon(
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
     await cleanPodNetns(args.netns, args.ifName, d);
   } finally {
-    unlock();
+    lock.release();
   }
   return 'queued';
 }

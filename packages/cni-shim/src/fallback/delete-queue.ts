@@ -6,7 +6,7 @@
  * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
  * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
  */
-import { writeFileAtomically } from '@ferry/files';
+import { SHARED_TEMP_PREFIX, writeFileAtomically } from '@ferry/files';
 import { mkdirSync, readdirSync } from '@ferry/files/fs';
 import {
   QUEUE_ENTRY_MAX_BYTES,
@@ -65,9 +65,9 @@ export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: n
       'ferryd is down and has not drained it; the runtime should retry',
     );
   }
-  // The temp file starts with .tmp-: ferryd's drain knows it for a write in progress.
+  // ferryd's drain knows the temp file for a write in progress.
   io(`write ${dir}/${name}`, () =>
-    writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-' }),
+    writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: SHARED_TEMP_PREFIX }),
   );
   return name;
 }

@@ -4,9 +4,10 @@
  * module only reads and removes files. Files are untrusted input (every shim writes here): only regular
  * files named like an entry and small enough are read, never through a symlink.
  */
-import { existsSync, lstatSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSmallFile } from '@ferry/files/read-small';
+import { isTempFile, removeIfAbandoned } from '@ferry/files/sweep';
 import {
   JOURNAL_ENTRY_MAX_BYTES,
   JOURNAL_ENTRY_NAME_RE,
@@ -14,9 +15,6 @@ import {
   JournalEntrySchema,
 } from '@ferry/shared-types/api/commit-journal';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
-
-/** A shim's temp file this old was abandoned (the shim died between write and rename). */
-const ABANDONED_TMP_MS = 60_000;
 
 export type JournalFile = { name: string; entry: JournalEntry } | { name: string; problem: string };
 
@@ -33,8 +31,8 @@ export class JournalDir {
   list(nowMs: number): JournalFile[] {
     const out: JournalFile[] = [];
     for (const name of this.#names()) {
-      if (name.startsWith('.tmp-')) {
-        this.#removeIfAbandoned(name, nowMs);
+      if (isTempFile(name)) {
+        removeIfAbandoned(this.dir, name, nowMs);
         continue;
       }
       const file = this.read(name);
@@ -45,7 +43,7 @@ export class JournalDir {
 
   /** The names of the files now waiting to be settled; a shim's temp file is a write in progress, not one. */
   waiting(): string[] {
-    return this.#names().filter((name) => !name.startsWith('.tmp-'));
+    return this.#names().filter((name) => !isTempFile(name));
   }
 
   /** The entry named `name`, or undefined when there is none (the usual case: ADD's own, looked up first). */
@@ -70,14 +68,6 @@ export class JournalDir {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') return [];
       throw err;
-    }
-  }
-
-  #removeIfAbandoned(name: string, nowMs: number): void {
-    try {
-      if (nowMs - lstatSync(join(this.dir, name)).mtimeMs > ABANDONED_TMP_MS) unlinkSync(join(this.dir, name));
-    } catch {
-      // Renamed or removed meanwhile.
     }
   }
 }

@@ -13,22 +13,12 @@
  *   because ferryd's storage does wait for it instead (storage/health.ts drains again once it is back).
  */
 import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  type FSWatcher,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-  watch,
-} from 'node:fs';
+import { existsSync, type FSWatcher, mkdirSync, readdirSync, renameSync, unlinkSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomically } from '@ferry/files';
-import { tryLock } from '@ferry/files/flock';
+import { type FileLock, lockFile } from '@ferry/files/lock';
 import { readSmallFile } from '@ferry/files/read-small';
+import { isTempFile, removeIfAbandoned } from '@ferry/files/sweep';
 import {
   FailedEntrySchema,
   QUEUE_ENTRY_MAX_BYTES,
@@ -38,15 +28,13 @@ import {
   type QueueStatus,
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
 import type { Attachments } from '../endpoints/attachments';
 import type { StorageHealth } from '../storage/health';
 
 const MAX_ATTEMPTS = 5;
-/** A shim's temp file this old was abandoned (the shim died between write and rename). */
-const ABANDONED_TMP_MS = 60_000;
 const FAILED = 'failed';
 const LOCK = 'lock';
 
@@ -71,7 +59,7 @@ export interface DrainResult {
 export class Drainer {
   readonly #d: DrainerDeps;
   readonly #attempts = new Map<string, { n: number; nextAt: number; lastError: string }>();
-  #lockFd: number | undefined;
+  #lock: FileLock | undefined;
   #watcher: FSWatcher | undefined;
   #draining: Promise<DrainResult> | undefined;
   #again = false;
@@ -90,22 +78,8 @@ export class Drainer {
    * the next rescan.
    */
   async lockExclusive(timeoutMs: number): Promise<void> {
-    const fd = openSync(join(this.#d.dir, LOCK), 'a+', 0o600);
-    const until = Date.now() + timeoutMs;
-    try {
-      for (;;) {
-        if (tryLock(fd, 'exclusive')) {
-          this.#lockFd = fd;
-          return;
-        }
-        if (Date.now() >= until) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
-    closeSync(fd);
+    this.#lock = await lockFile(join(this.#d.dir, LOCK), 'exclusive', timeoutMs);
+    if (this.#lock) return;
     this.#d.log.warn(
       { dir: this.#d.dir },
       'delete queue lock not acquired; draining anyway (a DEL queued now waits for the next rescan)',
@@ -114,10 +88,8 @@ export class Drainer {
 
   /** Lets shims queue again; called once ferryd serves. */
   unlock(): void {
-    if (this.#lockFd === undefined) return;
-    // Closing the only descriptor of the lock's open file releases it.
-    closeSync(this.#lockFd);
-    this.#lockFd = undefined;
+    this.#lock?.release();
+    this.#lock = undefined;
   }
 
   /** New entries are applied as they appear. */
@@ -170,8 +142,8 @@ export class Drainer {
       // Keep the event loop responsive while a long queue drains (requests keep being served).
       if (k > 0 && k % 200 === 0) await new Promise((r) => setImmediate(r));
       if (name === LOCK || name === FAILED) continue;
-      if (name.startsWith('.tmp-')) {
-        this.#removeIfAbandoned(name);
+      if (isTempFile(name)) {
+        removeIfAbandoned(this.#d.dir, name, this.#d.now());
         continue;
       }
       if (!QUEUE_ENTRY_NAME_RE.test(name)) {
@@ -263,15 +235,6 @@ export class Drainer {
     this.#d.log.warn({ entry: name, reason, failed: join(failed, id) }, 'delete queue entry set aside');
   }
 
-  #removeIfAbandoned(name: string): void {
-    try {
-      if (this.#d.now() - lstatSync(join(this.#d.dir, name)).mtimeMs > ABANDONED_TMP_MS)
-        unlinkSync(join(this.#d.dir, name));
-    } catch {
-      // Renamed or removed meanwhile.
-    }
-  }
-
   status(): QueueStatus {
     const now = this.#d.now();
     const pending: QueueStatus['pending'] = [];
@@ -314,7 +277,7 @@ export class Drainer {
     return names
       .filter((n) => /^[0-9a-f]{64}\.reason\.json$/.test(n))
       .flatMap((n) => {
-        const r = ReasonSchema.safeParse(safeJson(readReason(join(failed, n))));
+        const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(join(failed, n))));
         return r.success ? [{ file: n.slice(0, 64), ...r.data }] : [];
       });
   }
@@ -323,7 +286,7 @@ export class Drainer {
   retryFailed(file: string): void {
     const failed = join(this.#d.dir, FAILED);
     const reasonPath = join(failed, `${file}.reason.json`);
-    const r = ReasonSchema.safeParse(safeJson(readReason(reasonPath)));
+    const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(reasonPath)));
     if (!r.success) throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
     const reason = r.data;
     if (!QUEUE_ENTRY_NAME_RE.test(reason.originalName)) {
@@ -376,13 +339,4 @@ function readEntry(path: string): QueueEntry {
     throw new Error(`invalid entry: ${describeFirstIssue(r.error)}`);
   }
   return r.data;
-}
-
-function safeJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

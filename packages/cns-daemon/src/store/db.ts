@@ -3,9 +3,9 @@
  * applies migrations in one transaction. A corrupt file or one written by a newer ferryd is refused,
  * never recreated: it may hold the only record of which pod owns which address.
  */
-import { closeSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { ftruncateSync, mkdirSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { tryLock } from '@ferry/files/flock';
+import { type FileLock, tryLockFile } from '@ferry/files/lock';
 import Database from 'better-sqlite3';
 import { StartupError } from '../errors';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations/index';
@@ -53,31 +53,20 @@ export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
  */
 function lockDatabase(path: string): () => void {
   const lockPath = `${path}.lock`;
-  const fd = openSync(lockPath, 'a+', 0o600);
-  let taken: boolean;
+  let lock: FileLock | undefined;
   try {
-    taken = tryLock(fd, 'exclusive');
+    lock = tryLockFile(lockPath, 'exclusive');
   } catch (err) {
-    closeSync(fd);
     throw new StartupError(`lock ${lockPath}: ${(err as Error).message}`, { cause: err });
   }
-  if (!taken) {
-    closeSync(fd);
-    throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
-  }
+  if (!lock) throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
   try {
-    ftruncateSync(fd, 0);
-    writeSync(fd, `${process.pid}\n`);
+    ftruncateSync(lock.fd, 0);
+    writeSync(lock.fd, `${process.pid}\n`);
   } catch {
     // The PID is for operators only (`cat ferry.db.lock`); a full disk must not stop ferryd here.
   }
-  let held = true;
-  // Idempotent: closing the fd number twice could close a file opened since under the same number.
-  return () => {
-    if (!held) return;
-    held = false;
-    closeSync(fd);
-  };
+  return lock.release;
 }
 
 function configure(db: Db, path: string): void {

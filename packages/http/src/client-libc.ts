@@ -1,21 +1,15 @@
 /// <reference types="bun-types" />
 /**
- * One HTTP/1.1 request to ferryd over its unix socket, made of libc calls (the Bun binary's fetch costs
- * every exec ~2 MiB and ~0.4 ms of CPU: packages/files/src/libc.ts). The request is written when it is
- * made; the answer is read, blocking this thread, only when asked for, so the caller works while ferryd
- * does (ADD's veth pair, CHECK's reads of the pod).
+ * The Bun binary's HTTP client: one HTTP/1.1 request to ferryd over its unix socket, made of libc calls
+ * (Bun's fetch costs every exec ~2 MiB and ~0.4 ms of CPU: docs/shipping.md). The request is written when
+ * it is made; the answer is read, blocking this thread, only when asked for, so the caller works while
+ * ferryd does (ADD's veth pair, CHECK's reads of the pod).
  */
-import { ERRNO, errno, errnoError, libc, POLLIN, POLLOUT, pollUntil } from '@ferry/files/libc';
-import { concatBytes, utf8Encode } from '@ferry/files/utf8';
+import { ERRNO, errno, errnoError, libc, POLLIN, POLLOUT, pollUntil } from '@ferry/sys/libc';
+import { concatBytes, utf8Encode } from '@ferry/sys/utf8';
 import { encodeRequest, HttpProtocolError, parseResponse } from './http1';
-import {
-  type HttpResponse,
-  type InFlight,
-  type RequestOptions,
-  reasonOfCode,
-  UnreachableError,
-  type UnreachableReason,
-} from './runtime';
+import type { HttpResponse, InFlight, RequestOptions } from './request';
+import { failedCall, timedOut, UnreachableError } from './request';
 
 const AF_UNIX = 1;
 const SOCK_STREAM = 1;
@@ -39,7 +33,7 @@ class OutOfTime extends Error {
   }
 }
 
-export function unixHttpRequest(o: RequestOptions): InFlight<HttpResponse> {
+export function requestOverLibc(o: RequestOptions): InFlight<HttpResponse> {
   // The deadline counts from now: the caller's work between the send and the answer is part of the wait.
   const until = performance.now() + o.deadlineMs;
   const sent = send(o, until);
@@ -150,21 +144,12 @@ function waitFor(fd: number, events: number, until: number): void {
 }
 
 function unreachable(o: RequestOptions, err: unknown): UnreachableError {
-  let why: string;
-  let reason: UnreachableReason;
   if (err instanceof OutOfTime) {
-    why =
-      err.connectMs === undefined
-        ? `no answer within ${o.deadlineMs} ms`
-        : `connect timed out after ${err.connectMs} ms`;
-    reason = 'timeout';
-  } else if (err instanceof HttpProtocolError) {
-    why = `bad answer: ${err.message}`;
-    reason = 'other';
-  } else {
-    const code = (err as { code?: string }).code;
-    why = code ?? (err as Error).message;
-    reason = reasonOfCode(code);
+    return err.connectMs === undefined
+      ? timedOut('answer', o.deadlineMs, err)
+      : timedOut('connect', err.connectMs, err);
   }
-  return new UnreachableError(`ferryd at ${o.socket} is unreachable: ${why}`, reason, { cause: err });
+  if (err instanceof HttpProtocolError)
+    return new UnreachableError(`bad answer: ${err.message}`, 'other', { cause: err });
+  return failedCall(err);
 }

@@ -1,11 +1,11 @@
 /**
  * HTTP/1.1 on the wire, as much as the shim's talk with ferryd needs: one request per connection
  * (`Connection: close`), an answer framed by Content-Length, chunked, or the end of the connection.
- * Pure (bytes in, bytes out) so the Bun binary's libc transport (unix-http.ts) stays small and this is
+ * Pure (bytes in, bytes out) so the Bun binary's libc transport (client-libc.ts) stays small and this is
  * tested under Node. Plain Uint8Arrays, no Buffer: in the Bun binary, Buffer pages in code of its own.
  */
-import { concatBytes, utf8Decode, utf8Encode, utf8Length } from '@ferry/files/utf8';
-import type { HttpResponse, RequestOptions } from './runtime';
+import { concatBytes, utf8Decode, utf8Encode, utf8Length } from '@ferry/sys/utf8';
+import type { HttpResponse, RequestOptions } from './request';
 
 /** ferryd's answer broke HTTP/1.1, or the connection ended before a whole answer. */
 export class HttpProtocolError extends Error {
