@@ -13,6 +13,8 @@
  * daemon.
  *
  *   sudo pnpm --filter @ferry/bench bench:shim      PODS=100 by default (PODS=30 for a quick look)
+ *   COMPARE=/path/to/other/dist/bin ...             that build's ferry-cni in the reference's place, step
+ *                                                   by step against the same ferryd (this build's)
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -46,7 +48,7 @@ const FERRY: Impl = {
     deleteQueue: node.deleteQueue,
   }),
 };
-const REFERENCE: Impl = {
+const PTP: Impl = {
   name: 'ptp+host-local',
   argv: [join(REF, 'ptp')],
   cniPath: REF,
@@ -63,6 +65,11 @@ const REFERENCE: Impl = {
     },
   }),
 };
+
+/** Another build's shim, for a before/after comparison in one run (the container IDs differ by name length). */
+const REFERENCE: Impl = process.env.COMPARE
+  ? { ...FERRY, name: 'compare', argv: [join(process.env.COMPARE, 'ferry-cni')], cniPath: process.env.COMPARE }
+  : PTP;
 
 function opArgs(impl: Impl, node: BenchNode, command: string, netns: string, i: number, prevResult?: string) {
   const conf = impl.conf(node);
@@ -215,6 +222,12 @@ async function inside(node: BenchNode): Promise<void> {
       row('peak RSS of one exec (MiB)', f.rssMiB, r.rssMiB),
     ],
   );
+  if (REFERENCE !== PTP) {
+    console.log(
+      `\nreference = ${process.env.COMPARE}/ferry-cni against the same ferryd: the daemon row holds ferryd's CPU for both.`,
+    );
+    return;
+  }
   console.log(
     '\nreference = ptp exec (ipMasq false, host-local IPAM with a default route), which execs host-local; ferry = ferry-cni exec' +
       ' + ferryd round trips. Node CPU per pod = (CPU of every ADD, CHECK and DEL exec with the processes it waited for,' +
