@@ -110,7 +110,7 @@ export type DeviceWithAssignment = z.infer<typeof AssignmentRowSchema>;
 
 /** Aggregates. */
 export const CountSchema = z.object({ n: z.number() });
-export const CursorSchema = OptText;
+export const CursorSchema = z.nullable(z.string());
 export const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
 export const InterfaceCountSchema = z.object({ network: z.string(), nicType: z.string(), n: z.number() });
 export type InterfaceCount = z.infer<typeof InterfaceCountSchema>;
