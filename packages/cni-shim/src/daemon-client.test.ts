@@ -136,3 +136,35 @@ test('getEndpoint sends at once and waits for the answer only when asked, howeve
   expect(await asked.answer()).toBeUndefined();
   expect(events).toEqual(['sent GET /v1/endpoints/abc', 'answer read']);
 });
+
+test("an allocation the generated check leaves to the schema is the schema's to take or refuse", async () => {
+  const allocation = {
+    network: 'ferry',
+    containerId: 'c1',
+    ifName: 'eth0',
+    generation: 1,
+    nics: [
+      {
+        nicType: 'DelegatedNIC',
+        ifName: 'net1',
+        endpointId: 'c1-net1',
+        mac: '02:00:00:00:00:01',
+        hostIfName: 'ens5',
+        // Embedded IPv4: zod takes it (it asks the URL parser), the pattern the check uses does not.
+        addresses: [{ family: 6, address: '2001:db8::5/64', gateway: '::ffff:192.0.2.1' }],
+        routes: [],
+      },
+    ],
+  };
+  const req = { network: 'ferry', containerId: 'c1', ifName: 'eth0', netns: '/var/run/netns/p' };
+  const answering = (body: unknown) => client(() => ({ status: 200, body: JSON.stringify(body) }));
+  expect(await answering(allocation).allocate(req).answer()).toEqual(allocation);
+  await expect(
+    answering({ ...allocation, generation: 0 })
+      .allocate(req)
+      .answer(),
+  ).rejects.toMatchObject({
+    code: Code.DaemonProtocol,
+    message: expect.stringContaining('generation'),
+  });
+});

@@ -13,10 +13,10 @@ import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/alloca
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
+import { isAllocation, isEndpoint, isReleaseResult } from '@ferry/shared-types/checks';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import type { Logger } from './log';
 import type { Runtime } from './runtime/runtime';
 
@@ -58,7 +58,7 @@ export class DaemonClient {
       async () => (await import('@ferry/shared-types/api/allocations')).AllocationSchema,
       req,
       undefined,
-      acceptAllocation,
+      isAllocation,
     );
   }
 
@@ -69,7 +69,7 @@ export class DaemonClient {
   /** The container's endpoint, or undefined when ferryd holds none. `deadlineMs` caps this one call. */
   getEndpoint(containerId: string, deadlineMs?: number): InFlight<Endpoint | undefined> {
     const path = `/v1/endpoints/${encodeURIComponent(containerId)}`;
-    const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, acceptEndpoint);
+    const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, isEndpoint);
     return thenAnswer(asked, async (answer) => {
       try {
         return await answer;
@@ -106,7 +106,7 @@ export class DaemonClient {
       async () => (await import('@ferry/shared-types/api/endpoints')).ReleaseResultSchema,
       undefined,
       deadlineMs,
-      acceptReleaseResult,
+      isReleaseResult,
     ).answer();
   }
 
@@ -158,19 +158,21 @@ export class DaemonClient {
     }
   }
 
-  /** A call whose answer is used: taken by `accept` (answers.ts) when it can, else parsed with `schema`. */
+  /**
+   * A call whose answer is used: taken as it is when `check` (generated from `schema`,
+   * @ferry/shared-types/checks) accepts it, else parsed with `schema`, which is loaded only then.
+   */
   #call<T>(
     method: Method,
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
     deadlineMs?: number,
-    accept?: (doc: unknown) => T | undefined,
+    check?: (doc: unknown) => doc is T,
   ): InFlight<T> {
     return thenAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
       const doc = await answer;
-      const accepted = accept?.(doc);
-      if (accepted !== undefined) return accepted;
+      if (check?.(doc)) return doc;
       const parsed = (await schema()).safeParse(doc);
       if (parsed.success) return parsed.data;
       throw new CniError(

@@ -1,10 +1,9 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
-import { AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { resultSchemaFor } from '@ferry/shared-types/cni/result';
-import { holdToSchema } from '@ferry/shared-types/testing/oracle';
+import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import type { ShimConf } from './config';
-import { isAnyResult, prevResultOf, toResult } from './result';
+import { prevResultOf, toResult } from './result';
 
 const alloc: Allocation = {
   network: 'ferry',
@@ -61,21 +60,10 @@ test("a chained prevResult is passed through with Ferry's interfaces, addresses 
   expect(resultSchemaFor('0.4.0').safeParse(r).success).toBe(true);
 });
 
-holdToSchema(
-  'prevResult',
-  [
-    {
-      cniVersion: '1.0.0',
-      interfaces: [
-        { name: 'fry0', mac: 'ee:ee:ee:ee:ee:ee' },
-        { name: 'eth0', sandbox: '/var/run/netns/p' },
-      ],
-      ips: [{ address: '10.244.1.5/32', gateway: '169.254.1.1', interface: 1 }],
-      routes: [{ dst: '0.0.0.0/0', gw: '169.254.1.1' }],
-      dns: { nameservers: ['10.96.0.10'] },
-    },
-    { cniVersion: '0.3.1', ips: [{ version: '4', address: '10.0.0.2/24' }], portMappings: [] },
-  ],
-  (doc) => (isAnyResult(doc) ? doc : undefined),
-  AnyResultSchema,
-);
+test('a prevResult the check refuses is worded by the schema, with code 7', async () => {
+  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', prevResult: { ips: [{ version: '4' }] } };
+  await expect(prevResultOf(conf as ShimConf)).rejects.toMatchObject({
+    code: Code.InvalidConfig,
+    message: 'invalid network config: prevResult: ips[0].address: expected string',
+  });
+});

@@ -230,7 +230,7 @@ test.for([
   ['POST', '/v1/allocations', { ...attach('c1'), network: '../etc' }, 'body: network: must match'],
   ['POST', '/v1/allocations', { ...attach('c1'), containerId: 'a/b' }, 'body: containerId: must match'],
   ['POST', '/v1/allocations', { ...attach('c1'), ifName: 'x'.repeat(16) }, 'body: ifName: is longer than 15 bytes'],
-  ['POST', '/v1/allocations', { ...attach('c1'), extra: 1 }, 'invalid request body: (root): Unrecognized key: "extra"'],
+  ['POST', '/v1/allocations', { ...attach('c1'), extra: 1 }, 'invalid request body: (root): unknown field "extra"'],
   ['POST', '/v1/allocations', { ...attach('c1'), network: 'nope' }, 'network "nope" is not configured'],
   ['GET', '/v1/endpoints/..%2Fetc', undefined, 'params: containerId: must match'],
   ['DELETE', '/v1/endpoints/c1', undefined, 'querystring: network: '],

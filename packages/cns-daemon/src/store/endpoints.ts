@@ -1,11 +1,18 @@
 /** The attachments and interfaces tables. Statements are prepared once; callers own transactions. */
 
-import * as z from 'zod';
 import type { Db } from './db';
-import { type AttachmentRow, AttachmentRowSchema, type InterfaceRow, InterfaceRowSchema, parseRow } from './rows';
+import { isAttachmentRow, isInterfaceCount, isInterfaceRow } from './row-checks';
+import {
+  type AttachmentRow,
+  AttachmentRowSchema,
+  type InterfaceCount,
+  InterfaceCountSchema,
+  type InterfaceRow,
+  InterfaceRowSchema,
+  parseRow,
+} from './rows';
 
-const InterfaceCountSchema = z.object({ network: z.string(), nicType: z.string(), n: z.number() });
-export type InterfaceCount = z.infer<typeof InterfaceCountSchema>;
+export type { InterfaceCount } from './rows';
 
 export interface NewAttachment {
   network: string;
@@ -101,23 +108,25 @@ export class EndpointStore {
 
   getAttachment(containerId: string, ifName: string): AttachmentRow | undefined {
     const row = this.#getAttachment.get(containerId, ifName);
-    return row === undefined ? undefined : parseRow(AttachmentRowSchema, row, 'attachments');
+    return row === undefined ? undefined : parseRow(AttachmentRowSchema, row, 'attachments', isAttachmentRow);
   }
 
   /** Oldest first (sorted here: the index is by ifName, and an ORDER BY would sort in a temporary B-tree). */
   attachmentsOfContainer(containerId: string): AttachmentRow[] {
     return this.#attachmentsOfContainer
       .all(containerId)
-      .map((r) => parseRow(AttachmentRowSchema, r, 'attachments'))
+      .map((r) => parseRow(AttachmentRowSchema, r, 'attachments', isAttachmentRow))
       .sort((a, b) => a.id - b.id);
   }
 
   attachmentsOfNetwork(network: string): AttachmentRow[] {
-    return this.#attachmentsOfNetwork.all(network).map((r) => parseRow(AttachmentRowSchema, r, 'attachments'));
+    return this.#attachmentsOfNetwork
+      .all(network)
+      .map((r) => parseRow(AttachmentRowSchema, r, 'attachments', isAttachmentRow));
   }
 
   allAttachments(): AttachmentRow[] {
-    return this.#allAttachments.all().map((r) => parseRow(AttachmentRowSchema, r, 'attachments'));
+    return this.#allAttachments.all().map((r) => parseRow(AttachmentRowSchema, r, 'attachments', isAttachmentRow));
   }
 
   markCommitted(attachmentId: number, nowMs: number): void {
@@ -149,12 +158,14 @@ export class EndpointStore {
   interfacesOf(attachmentId: number): InterfaceRow[] {
     return this.#interfacesOfAttachment
       .all(attachmentId)
-      .map((r) => parseRow(InterfaceRowSchema, r, 'interfaces'))
+      .map((r) => parseRow(InterfaceRowSchema, r, 'interfaces', isInterfaceRow))
       .sort((a, b) => a.position - b.position);
   }
 
   interfacesOfContainer(containerId: string): InterfaceRow[] {
-    return this.#interfacesOfContainer.all(containerId).map((r) => parseRow(InterfaceRowSchema, r, 'interfaces'));
+    return this.#interfacesOfContainer
+      .all(containerId)
+      .map((r) => parseRow(InterfaceRowSchema, r, 'interfaces', isInterfaceRow));
   }
 
   /** Records what only the shim knows; returns false when the interface is not part of the attachment. */
@@ -163,6 +174,6 @@ export class EndpointStore {
   }
 
   countInterfaces(): InterfaceCount[] {
-    return this.#countInterfaces.all().map((r) => parseRow(InterfaceCountSchema, r, 'interfaces'));
+    return this.#countInterfaces.all().map((r) => parseRow(InterfaceCountSchema, r, 'interfaces', isInterfaceCount));
   }
 }
