@@ -23,8 +23,8 @@ function run(args) {
 
 mkdirSync(bin, { recursive: true });
 mkdirSync(lib, { recursive: true });
-// The checks generated from the zod schemas are sources (committed; scripts/checks/checks.test.ts fails
-// when they are stale): written first, so the fingerprint below covers what is bundled.
+// The checks generated from the zod schemas (also written by `pnpm install`; scripts/checks/checks.test.ts
+// fails when they are stale): written first, so the fingerprint below covers what is bundled.
 run(['scripts/checks/generate.ts']);
 // Taken before building: a source edited during the build makes the set-up call the result stale.
 const sources = sourcesFingerprint(root);

@@ -1,5 +1,5 @@
 /**
- * The generated checks are what the schemas say: each committed module is what generate.ts makes of the
+ * The generated checks are what the schemas say: each generated module is what generate.ts makes of the
  * current schemas (`pnpm build` rewrites it), and each check accepts only what its schema returns
  * unchanged, over typical documents and many mutations of them (every one-field variant, and random
  * edits by fast-check). The other way round is not required: what a check refuses, zod decides.
@@ -17,7 +17,7 @@ import { TARGETS } from './targets';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 describe.each(TARGETS)('$out', (target) => {
-  test('the committed module is what the current schemas generate (pnpm build rewrites it)', async () => {
+  test('the generated module is what the current schemas generate (pnpm build rewrites it)', async () => {
     const { js, dts } = await generateChecks(target);
     await expect(js).toMatchFileSnapshot(join(root, `${target.out}.js`));
     await expect(dts).toMatchFileSnapshot(join(root, `${target.out}.d.ts`));

@@ -1,9 +1,10 @@
 /**
  * Checks generated from the zod schemas (scripts/checks/targets.ts lists them): each schema becomes JSON
  * Schema through zod's own z.toJSONSchema (output side), and Ajv's standalone code generation makes a
- * plain validator function of that, written to a committed module (`.js`, with a `.d.ts` typing each
- * check as a guard of its schema's output type). `pnpm build` regenerates them (`bun scripts/checks/generate.ts`);
- * checks.test.ts fails when a committed module is stale, and holds every check to its schema.
+ * plain validator function of that, written to a generated module (`.js`, with a `.d.ts` typing each
+ * check as a guard of its schema's output type). They are build output, not sources: `pnpm install`
+ * (the root's postinstall) and `pnpm build` write them (`bun scripts/checks/generate.ts`), git ignores
+ * them; checks.test.ts fails when one is stale, and holds every check to its schema.
  *
  * A check accepts only what its schema returns unchanged, so a caller may use the value it checked as the
  * parsed one and leave everything else to zod, which also words the error. That is true by construction
