@@ -34,11 +34,6 @@ export interface AttachmentsDeps {
   /** The commit journal, when ferryd reads one (settleJournal); its log lines go to `log`. */
   journal?: JournalDir;
   log?: Logger;
-  /**
-   * Called (inside the releasing transaction: it must only schedule work) whenever a release frees
-   * delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
-   */
-  onDevicesReleased?: () => void;
   /** Told how many journal entries each settle promoted and discarded (the metric counts them). */
   onJournalSettled?: (outcome: { promoted: number; discarded: number }) => void;
 }
@@ -55,10 +50,19 @@ interface WantedDevice {
 export class Attachments {
   readonly #d: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
+  #devicesReleased: () => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
     this.#d = deps;
     this.#tx = transactionRunner(deps.db);
+  }
+
+  /**
+   * `listener` is called (inside the releasing transaction: it must only schedule work) whenever a
+   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
+   */
+  onDevicesReleased(listener: () => void): void {
+    this.#devicesReleased = listener;
   }
 
   /**
@@ -400,7 +404,7 @@ export class Attachments {
     const now = this.#d.now();
     for (const i of interfaces) ipam.release(i.id, now);
     endpoints.deleteAttachment(a.id);
-    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#d.onDevicesReleased?.();
+    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
     return records;
   }
 
