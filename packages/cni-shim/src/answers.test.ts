@@ -1,10 +1,11 @@
 import { AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { EndpointSchema, ReleaseResultSchema } from '@ferry/shared-types/api/endpoints';
 import { holdToSchema } from '@ferry/shared-types/testing/oracle';
+import { interfaceRecordOf } from '@ferry/shared-types/testing/records';
 import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 
-const v4 = { family: 4, address: '10.244.0.5/32', gateway: '169.254.1.1' };
-const v6 = { family: 6, address: 'fd00:10:244::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' };
+const v4 = { family: 4, address: '10.244.0.5/32', gateway: '169.254.1.1' } as const;
+const v6 = { family: 6, address: 'fd00:10:244::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' } as const;
 const infraPlan = {
   nicType: 'InfraNIC',
   ifName: 'eth0',
@@ -44,25 +45,15 @@ const ALLOCATIONS = [
     dns: { nameservers: ['10.96.0.10'], search: ['svc'] },
   },
 ];
-const record = {
-  containerId: 'c1',
-  ifName: 'eth0',
-  endpointId: 'c1',
-  nicType: 'InfraNIC',
-  network: 'ferry',
-  attachmentIfName: 'eth0',
+const record = interfaceRecordOf({
   netns: '/var/run/netns/p1',
   pod: { namespace: 'default', name: 'web', uid: 'u1' },
-  state: 'committed',
-  generation: 1,
   addresses: [v4, v6],
   routes: infraPlan.routes,
   mac: '02:42:0a:f4:00:05',
   containerIfIndex: 2,
   hostVethName: 'fry1a2b3c4d5e6',
-  createdAt: '2026-11-30T23:00:00.000Z',
-  updatedAt: '2026-11-30T23:00:00.000Z',
-};
+});
 const ENDPOINTS = [
   { containerId: 'c1', interfaces: [record] },
   {

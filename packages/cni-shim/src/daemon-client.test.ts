@@ -9,7 +9,7 @@ const silent = openLog('/dev/null', 'silent');
 // A fake runtime answers from a table: the client's own logic (error mapping, schema checks) is what
 // these test; the real HTTP paths run in the e2e suite.
 function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
-  const rt: Runtime = {
+  const runtime: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
     sha256Hex: () => '',
@@ -21,7 +21,7 @@ function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClie
       },
     }),
   };
-  return new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
+  return new DaemonClient(runtime, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
@@ -94,17 +94,17 @@ test('waitReady asks again until its budget is spent, then gives up with code 11
   expect(asked).toBeGreaterThan(1);
 });
 
-test('releaseIfOnly names the deleted host veth, returns what is left to tear down, refuses a foreign answer', async () => {
+test('releaseIfOnly says the host veth is deleted, returns what is left to tear down, refuses a foreign answer', async () => {
   const asked: string[] = [];
   const answers = [{ released: [] }, { released: [], toTearDown: [] }, { released: 'all' }];
   const c = client((o) => {
     asked.push(`${o.method} ${o.path}`);
     return { status: 200, body: JSON.stringify(answers[asked.length - 1]) };
   });
-  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).toEqual({ released: [] });
-  expect(asked).toEqual(['DELETE /v1/endpoints/abc?network=ferry&ifName=eth0&hostVethDeleted=fry0123456789ab']);
-  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).toEqual({ released: [], toTearDown: [] });
-  await expect(c.releaseIfOnly('abc', 'ferry', 'eth0', 'fry0123456789ab')).rejects.toMatchObject({
+  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0')).toEqual({ released: [] });
+  expect(asked).toEqual(['DELETE /v1/endpoints/abc?network=ferry&ifName=eth0&hostVethDeleted=true']);
+  expect(await c.releaseIfOnly('abc', 'ferry', 'eth0')).toEqual({ released: [], toTearDown: [] });
+  await expect(c.releaseIfOnly('abc', 'ferry', 'eth0')).rejects.toMatchObject({
     code: Code.DaemonProtocol,
     message: expect.stringContaining('released'),
   });
@@ -112,7 +112,7 @@ test('releaseIfOnly names the deleted host veth, returns what is left to tear do
 
 test('getEndpoint sends at once and waits for the answer only when asked, however long the caller works', async () => {
   const events: string[] = [];
-  const rt: Runtime = {
+  const runtime: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
     sha256Hex: () => '',
@@ -126,7 +126,7 @@ test('getEndpoint sends at once and waits for the answer only when asked, howeve
       };
     },
   };
-  const c = new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
+  const c = new DaemonClient(runtime, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
   const asked = c.getEndpoint('abc');
   expect(events).toEqual(['sent GET /v1/endpoints/abc']);
   // Promise chains and timers run while the caller works: none of them reads the answer.

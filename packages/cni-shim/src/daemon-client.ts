@@ -20,9 +20,9 @@ import type { Logger } from './log';
 import {
   type HttpResponse,
   type InFlight,
+  mapAnswer,
   type RequestOptions,
   type Runtime,
-  thenAnswer,
   UnreachableError,
 } from './runtime/runtime';
 
@@ -68,7 +68,8 @@ export class DaemonClient {
     );
   }
 
-  async commit(containerId: string, req: CommitRequest): Promise<void> {
+  /** The commit as a request, for where the commit journal cannot be written (ADD's usual commit is a journal entry). */
+  async commitWithoutJournal(containerId: string, req: CommitRequest): Promise<void> {
     await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req).answer();
   }
 
@@ -76,7 +77,7 @@ export class DaemonClient {
   getEndpoint(containerId: string, deadlineMs?: number): InFlight<Endpoint | undefined> {
     const path = `/v1/endpoints/${encodeURIComponent(containerId)}`;
     const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, acceptEndpoint);
-    return thenAnswer(asked, async (answer) => {
+    return mapAnswer(asked, async (answer) => {
       try {
         return await answer;
       } catch (err) {
@@ -94,18 +95,12 @@ export class DaemonClient {
   }
 
   /**
-   * The usual DEL in one request: releases the attachment only if it is the InfraNIC alone whose host
-   * veth, `hostVethDeleted`, the shim has already deleted; otherwise nothing is released and the answer's
+   * The usual DEL in one request, once the shim has deleted the attachment's host veth: releases the
+   * attachment only if that InfraNIC is all it has; otherwise nothing is released and the answer's
    * `toTearDown` lists the attachment's interfaces. `deadlineMs` caps this one call.
    */
-  releaseIfOnly(
-    containerId: string,
-    network: string,
-    ifName: string,
-    hostVethDeleted: string,
-    deadlineMs?: number,
-  ): Promise<ReleaseResult> {
-    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=${encodeURIComponent(hostVethDeleted)}`;
+  releaseIfOnly(containerId: string, network: string, ifName: string, deadlineMs?: number): Promise<ReleaseResult> {
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=true`;
     return this.#call(
       'DELETE',
       `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
@@ -173,7 +168,7 @@ export class DaemonClient {
     deadlineMs?: number,
     accept?: (doc: unknown) => T | undefined,
   ): InFlight<T> {
-    return thenAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
+    return mapAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
       const doc = await answer;
       const accepted = accept?.(doc);
       if (accepted !== undefined) return accepted;
@@ -192,7 +187,7 @@ export class DaemonClient {
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
     const sent = this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       const r = await answer;
       this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
       const doc = safeJson(r.body);
@@ -218,7 +213,7 @@ export class DaemonClient {
       connectMs: this.#t.connectMs,
       deadlineMs,
     });
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       try {
         return await answer;
       } catch (err) {

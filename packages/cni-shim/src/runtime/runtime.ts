@@ -22,10 +22,13 @@ export interface InFlight<T> {
   answer(): Promise<T>;
 }
 
-/** `sent`'s answer passed through `then`, still waited for only when asked for. */
-export function thenAnswer<A, B>(sent: InFlight<A>, then: (answer: Promise<A>) => Promise<B>): InFlight<B> {
+/**
+ * `sent`'s answer passed through `map` (which gets the answer's promise, so it sees a failure too), still
+ * waited for only when asked for.
+ */
+export function mapAnswer<A, B>(sent: InFlight<A>, map: (answer: Promise<A>) => Promise<B>): InFlight<B> {
   let answer: Promise<B> | undefined;
-  return { answer: () => (answer ??= then(sent.answer())) };
+  return { answer: () => (answer ??= map(sent.answer())) };
 }
 
 /**

@@ -238,25 +238,18 @@ export class Attachments {
   }
 
   /**
-   * The shim's one-request DEL: it has already deleted `hostVethDeleted`. An attachment that is that
-   * InfraNIC alone is released as by `release`; any other is left as it is and its interfaces returned in
-   * `toTearDown` (DelegatedNICs must go home before the release, so a retried DEL still knows where they
-   * are; a host veth recorded under another name, by an older ferryd, is still there to delete).
+   * The shim's one-request DEL: it has already deleted the InfraNIC's host veth (named after the
+   * attachment). An attachment that is that InfraNIC alone is released as by `release`; any other is left
+   * as it is and its interfaces returned in `toTearDown` (DelegatedNICs must go home before the release,
+   * so a retried DEL still knows where they are).
    */
-  releaseIfOnly(
-    containerId: string,
-    network: string,
-    ifName: string,
-    hostVethDeleted: string,
-    generation?: number,
-  ): ReleaseResult {
+  releaseIfOnly(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
     return this.#tx(() => {
       const { endpoints, ipam } = this.#d;
       const a = this.#releasable(containerId, network, ifName, generation);
       if (!a) return { released: [] };
       const interfaces = endpoints.interfacesOf(a.id);
-      const [only, ...more] = interfaces;
-      if (more.length === 0 && only?.nic_type === 'InfraNIC' && only.host_veth_name === hostVethDeleted) {
+      if (interfaces.length === 1 && interfaces[0]?.nic_type === 'InfraNIC') {
         return { released: this.#releaseAttachment(a) };
       }
       return { released: [], toTearDown: interfaces.map((i) => toRecord(a, i, ipam)) };
@@ -427,7 +420,7 @@ export class Attachments {
           nicType: 'InfraNIC',
           ifName: i.if_name,
           endpointId: i.endpoint_id,
-          hostVethName: i.host_veth_name ?? hostVethNameOf(a.network, a.container_id, a.if_name),
+          hostVethName: hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
           addresses,
           routes: routesOf(i),
