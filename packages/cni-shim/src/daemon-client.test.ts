@@ -1,3 +1,4 @@
+import { FERRY_API_HEADER } from '@ferry/shared-types/api/version';
 import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import { DaemonClient, isDaemonDown, isNotListening } from './daemon-client';
@@ -8,7 +9,7 @@ const silent = openLog('/dev/null', 'silent');
 
 // A fake runtime answers from a table: the client's own logic (error mapping, schema checks) is what
 // these test; the real HTTP paths run in the e2e suite.
-function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClient {
+function client(answer: (o: RequestOptions) => Answer | Error): DaemonClient {
   const runtime: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     lockShared: async () => () => undefined,
@@ -17,11 +18,18 @@ function client(answer: (o: RequestOptions) => HttpResponse | Error): DaemonClie
       answer: async () => {
         const a = answer(o);
         if (a instanceof Error) throw a;
-        return a;
+        return fromFerryd(a);
       },
     }),
   };
   return new DaemonClient(runtime, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, silent);
+}
+
+type Answer = Omit<HttpResponse, 'headers'> & { apiVersion?: string | null };
+
+/** An answer as ferryd sends it: with its API version (API 1 unless `apiVersion` says; null: none). */
+function fromFerryd({ apiVersion = '1', ...answer }: Answer): HttpResponse {
+  return { ...answer, headers: new Map(apiVersion === null ? [] : [[FERRY_API_HEADER, apiVersion]]) };
 }
 
 test('unreachable becomes code 11 naming the socket', async () => {
@@ -110,6 +118,29 @@ test('releaseIfOnly says the host veth is deleted, returns what is left to tear 
   });
 });
 
+test('every request states API 1; an answer of API 1 or 2 is used, any other (or none) is 116 naming both', async () => {
+  const sent: (Readonly<Record<string, string>> | undefined)[] = [];
+  const answerOf = (apiVersion: string | null) =>
+    client((o) => {
+      sent.push(o.headers);
+      return { status: 200, body: JSON.stringify({ released: [] }), apiVersion };
+    }).releaseIfOnly('abc', 'ferry', 'eth0');
+  // In the rule: ferryd of the shim's API version, or one newer (it still serves the shim's).
+  expect(await answerOf('1')).toEqual({ released: [] });
+  expect(await answerOf('2')).toEqual({ released: [] });
+  expect(sent).toEqual([{ 'ferry-api': '1' }, { 'ferry-api': '1' }]);
+  const path = 'DELETE /v1/endpoints/abc?network=ferry&ifName=eth0&hostVethDeleted=true';
+  await expect(answerOf('3')).rejects.toMatchObject({
+    code: Code.ApiVersionSkew,
+    message: `ferryd ${path}: ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the DaemonSet's init container does)`,
+  });
+  await expect(answerOf(null)).rejects.toMatchObject({
+    code: Code.ApiVersionSkew,
+    message: expect.stringContaining('ferry-cni speaks API 1, ferryd API (none stated)'),
+  });
+  await expect(answerOf('one')).rejects.toMatchObject({ code: Code.ApiVersionSkew });
+});
+
 test('getEndpoint sends at once and waits for the answer only when asked, however long the caller works', async () => {
   const events: string[] = [];
   const runtime: Runtime = {
@@ -121,7 +152,7 @@ test('getEndpoint sends at once and waits for the answer only when asked, howeve
       return {
         answer: async () => {
           events.push('answer read');
-          return { status: 404, body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'none' }) };
+          return fromFerryd({ status: 404, body: JSON.stringify({ code: Code.EndpointNotFound, msg: 'none' }) });
         },
       };
     },

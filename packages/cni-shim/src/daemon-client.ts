@@ -6,12 +6,15 @@
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
  * answers of commit and of the unconditional release are not used, so they are not parsed either
  * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
- * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
+ * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask. Every request
+ * states this build's API version and every answer is checked against ferryd's (api/version.ts): a pair
+ * outside the version-skew rule is code 116, ApiVersionSkew.
  */
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
+import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
 import { CniError, Code, isCode } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
@@ -38,6 +41,9 @@ export const isNotListening = (err: unknown): err is CniError =>
   isDaemonDown(err) &&
   err.cause instanceof UnreachableError &&
   (err.cause.reason === 'absent' || err.cause.reason === 'refused');
+
+/** Sent with every request: the version-skew rule's half that ferryd checks. */
+const API_VERSION_HEADERS = { [FERRY_API_HEADER]: String(FERRY_API_VERSION) };
 
 export interface DaemonTimeoutsMs {
   connectMs: number;
@@ -190,6 +196,8 @@ export class DaemonClient {
     return mapAnswer(sent, async (answer) => {
       const r = await answer;
       this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
+      const skew = apiSkewOf(FERRY_API_VERSION, parseApiVersion(r.headers.get(FERRY_API_HEADER)));
+      if (skew !== undefined) throw new CniError(Code.ApiVersionSkew, `ferryd ${method} ${path}: ${skew}`);
       const doc = safeJson(r.body);
       if (r.status >= 200 && r.status < 300) return doc;
       const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
@@ -209,6 +217,7 @@ export class DaemonClient {
       socket: this.socket,
       method,
       path,
+      headers: API_VERSION_HEADERS,
       ...(body !== undefined ? { body } : {}),
       connectMs: this.#t.connectMs,
       deadlineMs,

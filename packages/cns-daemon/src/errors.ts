@@ -32,6 +32,7 @@ const STATUS_BY_NAME = {
   Forbidden: 403,
   NotFound: 404,
   StorageFailure: 503,
+  ApiVersionSkew: 400,
   Internal: 500,
 } as const satisfies Record<keyof typeof Code, number>;
 

@@ -63,6 +63,11 @@ export const Code = {
    * again later) with ferryd's message, and queues a DEL instead when the delete queue can be written.
    */
   StorageFailure: 115,
+  /**
+   * ferry-cni and ferryd speak API versions outside the version-skew rule (api/version.ts): ferryd is
+   * older than the shim, or more than one version newer. The message names both versions and what to do.
+   */
+  ApiVersionSkew: 116,
   /** Anything unexpected; the cause is in the log with its stack. */
   Internal: 999,
 } as const;

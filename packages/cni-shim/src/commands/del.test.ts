@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Ip, type IpBackend, NetError } from '@ferry/net';
+import { FERRY_API_HEADER } from '@ferry/shared-types/api/version';
 import { interfaceRecordOf } from '@ferry/shared-types/testing/records';
 import { expect, test } from 'vitest';
 import type { ShimConf } from '../config';
@@ -48,7 +49,11 @@ function run(answer: (o: RequestOptions) => HttpResponse, failDeletes = 0) {
   return { done: cmdDel(args, conf, deps), asked, deleted };
 }
 
-const json = (status: number, body: unknown): HttpResponse => ({ status, body: JSON.stringify(body) });
+const json = (status: number, body: unknown): HttpResponse => ({
+  status,
+  headers: new Map([[FERRY_API_HEADER, '1']]),
+  body: JSON.stringify(body),
+});
 
 const infraRecord = (hostVethName: string) => interfaceRecordOf({ netns: '', hostVethName });
 

@@ -43,10 +43,12 @@ function exchange(o: RequestOptions): Promise<HttpResponse> {
         method: o.method,
         path: o.path,
         agent: false,
-        headers:
-          o.body !== undefined
+        headers: {
+          ...o.headers,
+          ...(o.body !== undefined
             ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(o.body) }
-            : {},
+            : {}),
+        },
       },
       (res) => {
         let text = '';
@@ -58,7 +60,8 @@ function exchange(o: RequestOptions): Promise<HttpResponse> {
           if (settled) return;
           settled = true;
           clearTimeout(deadline);
-          resolve({ status: res.statusCode ?? 0, body: text });
+          const headers = new Map(Object.entries(res.headers).map(([k, v]) => [k, [v ?? ''].flat().join(',')]));
+          resolve({ status: res.statusCode ?? 0, headers, body: text });
         });
         res.on('error', (err) => fail(err.message, 'other', err));
       },

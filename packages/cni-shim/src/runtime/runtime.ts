@@ -9,6 +9,8 @@ import type { Sha256Hex } from '@ferry/shared-types/host-veth';
 
 export interface HttpResponse {
   status: number;
+  /** Header fields by lower-case name (a repeated field's values joined with commas). */
+  headers: ReadonlyMap<string, string>;
   body: string;
 }
 
@@ -60,6 +62,8 @@ export interface RequestOptions {
   socket: string;
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
+  /** Header fields to send besides the framing (names and values from our own code, never from input). */
+  headers?: Readonly<Record<string, string>>;
   body?: string;
   /** Time to establish the connection. */
   connectMs: number;
