@@ -12,6 +12,7 @@ import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import { buildCluster } from './cluster/build';
+import type { ClusterController } from './cluster/controller';
 import type { createKubePeerSource } from './cluster/kube-source';
 import { registerClusterMetrics } from './cluster/metrics';
 import { Inventory } from './devices/inventory';
@@ -21,7 +22,7 @@ import { JournalDir } from './endpoints/commit-journal';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
-import { Operator } from './operator';
+import { Operator, type OperatorDeps } from './operator';
 import { Drainer } from './queue/drainer';
 import { readinessOf } from './readiness';
 import { Reconciler, type ReconcilerDeps } from './reconcile/reconciler';
@@ -80,21 +81,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
   const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
   const lifecycle = new Lifecycle();
-  const { endpoints, pools, devices } = stores;
-  const nodeChecks = new NodeChecks({ endpoints, devices, drainer, ip, ...(cluster ? { cluster } : {}) });
-  const operator = new Operator({
-    endpoints,
-    pools,
-    ipam,
-    attachments,
-    invariants: new Invariants(db, ipam),
-    inventory,
-    drainer,
-    nodeChecks,
-    ...(cluster ? { cluster } : {}),
-    now,
-    reconcile: () => reconciler.runOnce(),
-  });
+  const operator = operatorOf(db, stores, { ipam, attachments, inventory, drainer, reconciler, ip, cluster }, now);
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
   const ping = () => {
@@ -151,6 +138,34 @@ function reconcilerOf(
   const graceMs = config.reconcile.staleGraceSec * 1000;
   const stale = new StaleEndpoints({ endpoints: stores.endpoints, attachments: parts.attachments, log, graceMs });
   return new Reconciler({ ...parts, stale, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
+}
+
+function operatorOf(
+  db: Db,
+  stores: Stores,
+  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'inventory' | 'drainer'> & {
+    reconciler: Reconciler;
+    ip: Ip;
+    cluster: ClusterController | undefined;
+  },
+  now: () => number,
+): Operator {
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster } = parts;
+  const { endpoints, pools, devices } = stores;
+  const inCluster = cluster ? { cluster } : {};
+  return new Operator({
+    endpoints,
+    pools,
+    ipam,
+    attachments,
+    invariants: new Invariants(db, ipam),
+    inventory,
+    drainer,
+    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip, ...inCluster }),
+    ...inCluster,
+    now,
+    reconcile: () => reconciler.runOnce(),
+  });
 }
 
 /** What the state gauges read at each scrape. */

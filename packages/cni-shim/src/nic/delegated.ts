@@ -245,28 +245,29 @@ export async function moveDeviceOut(
   try {
     await deps.ip.apply(pod, b, `return device ${trip.mac} to the node`);
   } catch (err) {
-    const restore = new IpBatch();
-    if (travel !== cur && (await deps.ip.getLink(pod, travel))) restore.rename(travel, cur);
-    restore.setAlias(cur, dev.ifalias ?? '').setGroup(cur, groupOf(dev));
-    if (dev.flags?.includes('UP')) restore.setUp(cur);
-    await deps.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((restoreErr: unknown) => {
-      deps.log.warn(
-        { err: restoreErr, mac: trip.mac, ifName: cur },
-        'could not put the device back as it was in the pod',
-      );
-    });
+    await putBackInPod(dev, travel, trip, deps);
     const holder = isNetError(err, 'exists') ? await deps.ip.getLink(SELF, trip.hostIfName) : undefined;
     if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
     throw err;
   }
   if (travel !== trip.hostIfName) {
-    await deps.ip.apply(
-      SELF,
-      new IpBatch().rename(travel, trip.hostIfName),
-      `name device ${trip.mac} ${trip.hostIfName}`,
-    );
+    const rename = new IpBatch().rename(travel, trip.hostIfName);
+    await deps.ip.apply(SELF, rename, `name device ${trip.mac} ${trip.hostIfName}`);
   }
   deps.log.info({ mac: trip.mac, from: cur, hostIfName: trip.hostIfName }, 'delegated device returned to the node');
+}
+
+/** After a refused move out: the device keeps the pod-side name, alias, group and state it had (best effort). */
+async function putBackInPod(dev: IpLink, travel: string, trip: MoveOut, deps: Deps): Promise<void> {
+  const pod = netnsAt(trip.netns);
+  const cur = dev.ifname;
+  const restore = new IpBatch();
+  if (travel !== cur && (await deps.ip.getLink(pod, travel))) restore.rename(travel, cur);
+  restore.setAlias(cur, dev.ifalias ?? '').setGroup(cur, groupOf(dev));
+  if (dev.flags?.includes('UP')) restore.setUp(cur);
+  await deps.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((err: unknown) => {
+    deps.log.warn({ err, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
+  });
 }
 
 /**
