@@ -203,7 +203,7 @@ export const SAMPLES: Record<string, unknown[]> = {
   // As the querystring parser gives it; a generation comes as text, which only the schema coerces.
   isReleaseQuery: [
     { network: 'ferry', ifName: 'eth0' },
-    { network: 'ferry', ifName: 'eth0', hostVethDeleted: 'fry1a2b3c4d5e6' },
+    { network: 'ferry', ifName: 'eth0', hostVethDeleted: 'true' },
     { network: 'n-2', ifName: 'net1', generation: 999_999_999_999_999 },
   ],
   isIpLinkList: [[LINK], [LINK, { ifindex: 1, ifname: 'lo', flags: ['LOOPBACK'] }], []],

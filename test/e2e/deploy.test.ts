@@ -117,6 +117,8 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const pod = ds.spec?.template.spec;
   if (!pod) throw new Error('the DaemonSet has no pod spec');
+  // The version-skew rule: the old ferryd stops before the new pod installs the new ferry-cni.
+  expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } });
   expect(pod.hostNetwork).toBe(true);
   const volumes = new Set((pod.volumes ?? []).map((v) => v.name));
   for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {

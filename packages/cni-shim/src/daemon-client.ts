@@ -6,13 +6,16 @@
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
  * answers of commit and of the unconditional release are not used, so they are not parsed either
  * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
- * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
+ * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask. Every request
+ * states this build's API version and every answer is checked against ferryd's (api/version.ts): a pair
+ * outside the version-skew rule is code 117, ApiVersionSkew.
  */
-import { type HttpResponse, type InFlight, type Method, thenAnswer, UnreachableError } from '@ferry/http';
+import { type HttpResponse, type InFlight, type Method, mapAnswer, UnreachableError } from '@ferry/http';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
+import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
 import { isAllocation, isEndpoint, isReleaseResult } from '@ferry/shared-types/checks';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
@@ -32,6 +35,9 @@ export const isNotListening = (err: unknown): err is CniError =>
   isDaemonDown(err) &&
   err.cause instanceof UnreachableError &&
   (err.cause.reason === 'absent' || err.cause.reason === 'refused');
+
+/** Sent with every request: the version-skew rule's half that ferryd checks. */
+const API_VERSION_HEADERS = { [FERRY_API_HEADER]: String(FERRY_API_VERSION) };
 
 export interface DaemonTimeoutsMs {
   connectMs: number;
@@ -62,7 +68,8 @@ export class DaemonClient {
     );
   }
 
-  async commit(containerId: string, req: CommitRequest): Promise<void> {
+  /** The commit as a request, for where the commit journal cannot be written (ADD's usual commit is a journal entry). */
+  async commitWithoutJournal(containerId: string, req: CommitRequest): Promise<void> {
     await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req).answer();
   }
 
@@ -70,7 +77,7 @@ export class DaemonClient {
   getEndpoint(containerId: string, deadlineMs?: number): InFlight<Endpoint | undefined> {
     const path = `/v1/endpoints/${encodeURIComponent(containerId)}`;
     const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, isEndpoint);
-    return thenAnswer(asked, async (answer) => {
+    return mapAnswer(asked, async (answer) => {
       try {
         return await answer;
       } catch (err) {
@@ -88,18 +95,12 @@ export class DaemonClient {
   }
 
   /**
-   * The usual DEL in one request: releases the attachment only if it is the InfraNIC alone whose host
-   * veth, `hostVethDeleted`, the shim has already deleted; otherwise nothing is released and the answer's
+   * The usual DEL in one request, once the shim has deleted the attachment's host veth: releases the
+   * attachment only if that InfraNIC is all it has; otherwise nothing is released and the answer's
    * `toTearDown` lists the attachment's interfaces. `deadlineMs` caps this one call.
    */
-  releaseIfOnly(
-    containerId: string,
-    network: string,
-    ifName: string,
-    hostVethDeleted: string,
-    deadlineMs?: number,
-  ): Promise<ReleaseResult> {
-    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=${encodeURIComponent(hostVethDeleted)}`;
+  releaseIfOnly(containerId: string, network: string, ifName: string, deadlineMs?: number): Promise<ReleaseResult> {
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=true`;
     return this.#call(
       'DELETE',
       `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
@@ -170,7 +171,7 @@ export class DaemonClient {
     deadlineMs?: number,
     check?: (doc: unknown) => doc is T,
   ): InFlight<T> {
-    return thenAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
+    return mapAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
       const doc = await answer;
       if (check?.(doc)) return doc;
       const parsed = (await schema()).safeParse(doc);
@@ -188,9 +189,11 @@ export class DaemonClient {
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
     const sent = this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       const r = await answer;
       this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
+      const skew = apiSkewOf(FERRY_API_VERSION, parseApiVersion(r.headers.get(FERRY_API_HEADER)));
+      if (skew !== undefined) throw new CniError(Code.ApiVersionSkew, `ferryd ${method} ${path}: ${skew}`);
       const doc = parseJsonOrUndefined(r.body);
       if (r.status >= 200 && r.status < 300) return doc;
       // Imported on an error only: its schema is built when its module loads.
@@ -204,11 +207,12 @@ export class DaemonClient {
       socket: this.socket,
       method,
       path,
+      headers: API_VERSION_HEADERS,
       ...(body !== undefined ? { body } : {}),
       connectMs: this.#t.connectMs,
       deadlineMs,
     });
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       try {
         return await answer;
       } catch (err) {

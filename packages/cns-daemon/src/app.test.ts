@@ -260,6 +260,41 @@ test('malformed JSON is a decode failure, an unknown route a 404, both CNI-shape
   expect(nf.json()).toEqual({ code: Code.NotFound, msg: 'route GET /v2/nothing not found' });
 });
 
+test('the version-skew rule: every answer states API 1; a shim of another API is refused first, naming both', async (t) => {
+  const h = await useApp(t);
+  const ask = (ferryApi?: string | string[]) =>
+    h.app.inject({
+      method: 'POST',
+      url: '/v1/allocations',
+      payload: attach('c1'),
+      ...(ferryApi === undefined ? {} : { headers: { 'ferry-api': ferryApi } }),
+    });
+  const newer = await ask('2');
+  expect(newer.statusCode).toBe(400);
+  expect(newer.headers['ferry-api']).toBe('1');
+  expect(newer.json()).toEqual({
+    code: Code.ApiVersionSkew,
+    msg: "ferry-cni speaks API 2, ferryd API 1: ferryd is older than ferry-cni; finish rolling out the ferryd DaemonSet (each of its pods installs the ferry-cni of its own release), or install the ferry-cni of ferryd's release",
+  });
+  for (const garbled of ['', 'v1', ['1', '1']]) {
+    const r = await ask(garbled);
+    expect(r.json(), JSON.stringify(garbled)).toMatchObject({
+      code: Code.ApiVersionSkew,
+      msg: expect.stringContaining('(none stated)'),
+    });
+  }
+  // Refused before the request was read: nothing was allocated.
+  expect((await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' })).statusCode).toBe(404);
+  const same = await ask('1');
+  expect(same.statusCode, same.body).toBe(200);
+  expect(same.headers['ferry-api']).toBe('1');
+  // Without the header (ferryctl, curl): served, and told the version too.
+  const plain = await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' });
+  expect(plain.statusCode).toBe(200);
+  expect(plain.headers['ferry-api']).toBe('1');
+  expect((await h.app.inject({ method: 'GET', url: '/nope' })).headers['ferry-api']).toBe('1');
+});
+
 test('operator pools, addresses, metrics and OpenAPI', async (t) => {
   const h = await useApp(t);
   await allocate(h, 'c1');

@@ -4,6 +4,7 @@
  * bearer-token hook (TCP surface only) cannot reach the shim routes.
  */
 import swagger from '@fastify/swagger';
+import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
 import { MAX_CONTAINER_ID_LENGTH } from '@ferry/shared-types/cni/validate';
 import { CniError, type CniErrorBody, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { describeIssue } from '@ferry/shared-types/parse';
@@ -64,6 +65,9 @@ export interface AppOptions {
   checkResponses?: boolean;
 }
 
+/** The API version as the header states it. */
+const API_VERSION_TEXT = String(FERRY_API_VERSION);
+
 export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'unix' }) {
   const app = Fastify({
     loggerInstance: deps.log,
@@ -92,6 +96,16 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
   );
+  // The version-skew rule (shared-types api/version.ts): every answer states this ferryd's API version,
+  // and a ferry-cni outside the rule is refused before its request is read. Only ferry-cni sends the
+  // header: ferryctl (of ferryd's own release) and operators' tools are served without it.
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header(FERRY_API_HEADER, API_VERSION_TEXT);
+    const stated = req.headers[FERRY_API_HEADER];
+    if (stated === undefined || stated === API_VERSION_TEXT) return done();
+    const skew = apiSkewOf(parseApiVersion(stated), FERRY_API_VERSION);
+    done(skew === undefined ? undefined : new CniError(Code.ApiVersionSkew, skew));
+  });
   // A callback hook, not an async one: no promise per request for what is synchronous work.
   app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime;
@@ -108,7 +122,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'ferryd API', version: '1', description: 'The node state daemon of the Ferry CNI' },
+      info: { title: 'ferryd API', version: API_VERSION_TEXT, description: 'The node state daemon of the Ferry CNI' },
     },
     transform: jsonSchemaTransform,
   });

@@ -43,7 +43,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
     const podModule = config.cluster?.kubernetes?.pods ? await import('./pods/build') : undefined;
-    const { deps, reconciler, drainer, cluster, pods } = buildServices(config, store.db, {
+    const { deps, reconciler, drainer, background } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
@@ -85,16 +85,12 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     drainer.unlock();
     drainer.watch();
     reconciler.start();
-    if (cluster) {
-      // Routes to other nodes never hold up this node's pods: the controller starts after ready and
-      // stops before the store closes, leaving every route in place for the next ferryd.
-      cleanups.unshift(() => cluster.stop());
-      cluster.start();
-    }
-    if (pods) {
-      // Nor does the API server: ADDs of pods the watch has not delivered ask it directly, bounded.
-      cleanups.unshift(() => pods.stop());
-      pods.start();
+    // Routes to other nodes (the cluster controller) never hold up this node's pods, nor does the API
+    // server (the pod watch; an ADD of a pod it has not delivered asks directly, bounded): the background
+    // parts start after ready and stop before the store closes, leaving every route for the next ferryd.
+    for (const part of background) {
+      cleanups.unshift(() => part.stop());
+      part.start();
     }
     log.info(
       { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },

@@ -33,6 +33,7 @@ const STATUS_BY_NAME = {
   NotFound: 404,
   StorageFailure: 503,
   InvalidPodIntent: 400,
+  ApiVersionSkew: 400,
   Internal: 500,
 } as const satisfies Record<keyof typeof Code, number>;
 

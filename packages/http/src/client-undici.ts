@@ -8,10 +8,9 @@ import { Client, errors } from 'undici';
 import type { HttpResponse, InFlight, RequestOptions } from './request';
 import { failedCall, timedOut, UnreachableError } from './request';
 
-/** RequestOptions, or the same to an http(s) origin instead of a unix socket; with headers of its own. */
-export type NodeRequestOptions = Omit<RequestOptions, 'socket'> & {
-  headers?: Readonly<Record<string, string>>;
-} & (
+/** RequestOptions, or the same to an http(s) origin instead of a unix socket. */
+export type NodeRequestOptions = Omit<RequestOptions, 'socket'> &
+  (
     | { socket: string }
     | {
         /** `http://host:port` or `https://host:port`. */
@@ -44,7 +43,8 @@ async function exchange(o: NodeRequestOptions): Promise<HttpResponse> {
       ...(o.body !== undefined ? { body: o.body } : {}),
       signal: deadline.signal,
     });
-    return { status: res.statusCode, body: await res.body.text() };
+    const headers = new Map(Object.entries(res.headers).map(([k, v]) => [k, [v ?? ''].flat().join(',')]));
+    return { status: res.statusCode, headers, body: await res.body.text() };
   } catch (err) {
     throw unreachable(o, err, deadline.signal.aborted);
   } finally {

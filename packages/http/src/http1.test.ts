@@ -25,6 +25,21 @@ test('a request without a body has no framing headers', () => {
   );
 });
 
+test('header fields go after Connection, before the framing; answer fields come back by lower-case name', () => {
+  const request = encodeRequest({ method: 'GET', path: '/v1/endpoints/abc', headers: { 'ferry-api': '1' } });
+  expect(text(request)).toBe(
+    'GET /v1/endpoints/abc HTTP/1.1\r\nHost: ferryd\r\nConnection: close\r\nferry-api: 1\r\n\r\n',
+  );
+  const answer = 'HTTP/1.1 200 OK\r\nFerry-API: 1\r\nVia: a\r\nvia:  b \r\nContent-Length: 0\r\n\r\n';
+  expect(parseResponse(bytes(answer), false)?.headers).toEqual(
+    new Map([
+      ['ferry-api', '1'],
+      ['via', 'a,b'],
+      ['content-length', '0'],
+    ]),
+  );
+});
+
 test('a path that would break the request line is refused', () => {
   expect(() => encodeRequest({ method: 'GET', path: '/a b' })).toThrow(/not a URL path/);
   expect(() => encodeRequest({ method: 'GET', path: '/a\r\nX-Evil: 1' })).toThrow(/not a URL path/);
@@ -33,8 +48,12 @@ test('a path that would break the request line is refused', () => {
 test('Content-Length: complete exactly when the body is, whatever the reads; bytes past it are ignored', () => {
   const answer = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nContent-Length: 12\r\n\r\n{"ok":"ü!"}';
   everySplit(answer);
-  expect(parseResponse(bytes(answer), false)).toEqual({ status: 200, body: '{"ok":"ü!"}' });
-  expect(parseResponse(bytes(`${answer}garbage`), false)).toEqual({ status: 200, body: '{"ok":"ü!"}' });
+  const headers = new Map([
+    ['content-type', 'application/json'],
+    ['content-length', '12'],
+  ]);
+  expect(parseResponse(bytes(answer), false)).toEqual({ status: 200, headers, body: '{"ok":"ü!"}' });
+  expect(parseResponse(bytes(`${answer}garbage`), false)).toEqual({ status: 200, headers, body: '{"ok":"ü!"}' });
 });
 
 test('chunked: the chunks joined (a character split between chunks too), extensions and trailers dropped', () => {
@@ -50,24 +69,36 @@ test('chunked: the chunks joined (a character split between chunks too), extensi
     bytes('0\r\nX-Trailer: t\r\n\r\n'),
   ]);
   for (let cut = 0; cut < body.length; cut++) expect(parseResponse(body.subarray(0, cut), false)).toBeUndefined();
-  expect(parseResponse(body, false)).toEqual({ status: 404, body: '{"aé","b":12}' });
+  const headers = new Map([['transfer-encoding', 'chunked']]);
+  expect(parseResponse(body, false)).toEqual({ status: 404, headers, body: '{"aé","b":12}' });
 });
 
 test('chunked wins over a Content-Length sent with it', () => {
   const answer = 'HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n';
-  expect(parseResponse(bytes(answer), false)).toEqual({ status: 200, body: 'ok' });
+  const headers = new Map([
+    ['content-length', '99'],
+    ['transfer-encoding', 'chunked'],
+  ]);
+  expect(parseResponse(bytes(answer), false)).toEqual({ status: 200, headers, body: 'ok' });
 });
 
 test('no framing: the body ends with the connection', () => {
   const answer = bytes('HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"x":1}');
   expect(parseResponse(answer, false)).toBeUndefined();
-  expect(parseResponse(answer, true)).toEqual({ status: 200, body: '{"x":1}' });
+  const headers = new Map([['content-type', 'application/json']]);
+  expect(parseResponse(answer, true)).toEqual({ status: 200, headers, body: '{"x":1}' });
 });
 
 test('204 has no body; an interim 100 is skipped for the answer after it', () => {
-  expect(parseResponse(bytes('HTTP/1.1 204 No Content\r\n\r\n'), false)).toEqual({ status: 204, body: '' });
+  const none = new Map();
+  expect(parseResponse(bytes('HTTP/1.1 204 No Content\r\n\r\n'), false)).toEqual({
+    status: 204,
+    headers: none,
+    body: '',
+  });
   const answer = 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}';
-  expect(parseResponse(bytes(answer), false)).toEqual({ status: 201, body: '{}' });
+  const headers = new Map([['content-length', '2']]);
+  expect(parseResponse(bytes(answer), false)).toEqual({ status: 201, headers, body: '{}' });
 });
 
 test.for([

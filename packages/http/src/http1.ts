@@ -16,13 +16,17 @@ export class HttpProtocolError extends Error {
 }
 
 /** The bytes of one request. */
-export function encodeRequest(o: Pick<RequestOptions, 'method' | 'path' | 'body'>): Uint8Array {
+export function encodeRequest(o: Pick<RequestOptions, 'method' | 'path' | 'headers' | 'body'>): Uint8Array {
   // The path is built from encodeURIComponent'd parts; a space or line break would end the request line.
   if (!/^\/[\x21-\x7e]*$/.test(o.path)) throw new Error(`request path ${JSON.stringify(o.path)} is not a URL path`);
   const body = o.body === undefined ? '' : o.body;
   const framing =
     o.body === undefined ? '' : `Content-Type: application/json\r\nContent-Length: ${utf8Length(body)}\r\n`;
-  return utf8Encode(`${o.method} ${o.path} HTTP/1.1\r\nHost: ferryd\r\nConnection: close\r\n${framing}\r\n${body}`);
+  let fields = '';
+  for (const name in o.headers) fields += `${name}: ${o.headers[name]}\r\n`;
+  return utf8Encode(
+    `${o.method} ${o.path} HTTP/1.1\r\nHost: ferryd\r\nConnection: close\r\n${fields}${framing}\r\n${body}`,
+  );
 }
 
 const CR = 13;
@@ -43,19 +47,21 @@ export function parseResponse(bytes: Uint8Array, ended: boolean): HttpResponse |
   const rest = bytes.subarray(headEnd + 4);
   // An interim answer (1xx) comes before the real one; neither a 204 nor a 304 has a body.
   if (status < 200) return parseResponse(rest, ended);
-  if (status === 204 || status === 304) return { status, body: '' };
+  if (status === 204 || status === 304) return { status, headers, body: '' };
   if (/(?:^|,)\s*chunked\s*$/i.test(headers.get('transfer-encoding') ?? '')) {
     const body = dechunk(rest);
-    return body === undefined ? needMore(ended, 'inside the chunked body') : { status, body: utf8Decode(body) };
+    return body === undefined
+      ? needMore(ended, 'inside the chunked body')
+      : { status, headers, body: utf8Decode(body) };
   }
   const length = headers.get('content-length');
   if (length !== undefined) {
     if (!/^\d{1,15}$/.test(length)) throw new HttpProtocolError(`bad Content-Length ${JSON.stringify(length)}`);
     if (rest.length < Number(length)) return needMore(ended, `after ${rest.length} of ${length} body bytes`);
-    return { status, body: utf8Decode(rest.subarray(0, Number(length))) };
+    return { status, headers, body: utf8Decode(rest.subarray(0, Number(length))) };
   }
   // No framing: the body is everything up to the end of the connection.
-  return ended ? { status, body: utf8Decode(rest) } : undefined;
+  return ended ? { status, headers, body: utf8Decode(rest) } : undefined;
 }
 
 /** Where the first CRLF CRLF starts, or -1. */

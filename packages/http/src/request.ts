@@ -12,6 +12,8 @@ export interface RequestOptions {
   method: Method;
   /** The request target: a path with its query, already percent-encoded. */
   path: string;
+  /** Header fields to send besides the framing (names and values from our own code, never from input). */
+  headers?: Readonly<Record<string, string>>;
   /** A JSON document, sent with its Content-Type and Content-Length. */
   body?: string;
   /** Time to establish the connection. */
@@ -22,6 +24,8 @@ export interface RequestOptions {
 
 export interface HttpResponse {
   status: number;
+  /** Header fields by lower-case name (a repeated field's values joined with commas). */
+  headers: ReadonlyMap<string, string>;
   body: string;
 }
 
@@ -35,10 +39,13 @@ export interface InFlight<T> {
   answer(): Promise<T>;
 }
 
-/** `sent`'s answer passed through `then`, still waited for only when asked for. */
-export function thenAnswer<A, B>(sent: InFlight<A>, then: (answer: Promise<A>) => Promise<B>): InFlight<B> {
+/**
+ * `sent`'s answer passed through `map` (which gets the answer's promise, so it sees a failure too), still
+ * waited for only when asked for.
+ */
+export function mapAnswer<A, B>(sent: InFlight<A>, map: (answer: Promise<A>) => Promise<B>): InFlight<B> {
   let answer: Promise<B> | undefined;
-  return { answer: () => (answer ??= then(sent.answer())) };
+  return { answer: () => (answer ??= map(sent.answer())) };
 }
 
 /**

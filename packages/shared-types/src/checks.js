@@ -4957,7 +4957,7 @@ return errors === 0;
 }
 
 export const isReleaseQuery = validate57;
-const schema50 = {"$id":"isReleaseQuery","type":"object","properties":{"network":{"$ref":"schema0"},"ifName":{"$ref":"schema9"},"generation":{"type":"integer","exclusiveMinimum":0,"maximum":9007199254740991},"hostVethDeleted":{"allOf":[{"$ref":"schema9"}]}},"required":["network","ifName"],"additionalProperties":false};
+const schema50 = {"$id":"isReleaseQuery","type":"object","properties":{"network":{"$ref":"schema0"},"ifName":{"$ref":"schema9"},"generation":{"type":"integer","exclusiveMinimum":0,"maximum":9007199254740991},"hostVethDeleted":{"type":"string","const":"true"}},"required":["network","ifName"],"additionalProperties":false};
 
 function validate57(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 /*# sourceURL="isReleaseQuery" */;
@@ -5054,10 +5054,15 @@ var valid0 = true;
 }
 if(valid0){
 if(data.hostVethDeleted !== undefined){
+let data3 = data.hostVethDeleted;
 const _errs8 = errors;
-if(!(validate21(data.hostVethDeleted, {instancePath:instancePath+"/hostVethDeleted",parentData:data,parentDataProperty:"hostVethDeleted",rootData}))){
-vErrors = vErrors === null ? validate21.errors : vErrors.concat(validate21.errors);
-errors = vErrors.length;
+if(typeof data3 !== "string"){
+validate57.errors = [{instancePath:instancePath+"/hostVethDeleted",schemaPath:"#/properties/hostVethDeleted/type",keyword:"type",params:{type: "string"}}];
+return false;
+}
+if("true" !== data3){
+validate57.errors = [{instancePath:instancePath+"/hostVethDeleted",schemaPath:"#/properties/hostVethDeleted/const",keyword:"const",params:{allowedValue: "true"}}];
+return false;
 }
 var valid0 = _errs8 === errors;
 }

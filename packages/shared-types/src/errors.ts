@@ -68,6 +68,11 @@ export const Code = {
    * message names the pod, the annotation and the problem (the kubelet shows it in the pod's events).
    */
   InvalidPodIntent: 116,
+  /**
+   * ferry-cni and ferryd speak API versions outside the version-skew rule (api/version.ts): ferryd is
+   * older than the shim, or more than one version newer. The message names both versions and what to do.
+   */
+  ApiVersionSkew: 117,
   /** Anything unexpected; the cause is in the log with its stack. */
   Internal: 999,
 } as const;

@@ -26,7 +26,7 @@ const RECHECK_MS = 500;
 export async function delWithoutDaemon(
   args: CmdArgs,
   conf: ShimConf,
-  d: Deps,
+  deps: Deps,
   cause: CniError,
 ): Promise<'queued' | 'online'> {
   const dir = conf.deleteQueue ?? DEFAULT_DELETE_QUEUE;
@@ -49,11 +49,11 @@ export async function delWithoutDaemon(
     );
   }
   try {
-    if (await d.daemon.isReady(RECHECK_MS)) return 'online';
-    const name = writeEntry(d.rt, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
-    d.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
+    if (await deps.daemon.isReady(RECHECK_MS)) return 'online';
+    const name = writeEntry(deps.runtime, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
+    deps.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
-    await cleanPodNetns(args.netns, args.ifName, d);
+    await cleanPodNetns(args.netns, args.ifName, deps);
   } finally {
     lock.release();
   }

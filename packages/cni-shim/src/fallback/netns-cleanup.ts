@@ -10,7 +10,7 @@
  */
 import { type IpLink, netnsAt, SELF } from '@ferry/net';
 import type { Deps } from '../deps';
-import { AS_FOUND_ON_NODE, inDelegatedGroup, moveHome, parseMarker, travelNameOf } from '../nic/delegated';
+import { AS_FOUND_ON_NODE, inDelegatedGroup, moveDeviceOut, parseMarker, travelNameOf } from '../nic/delegated';
 
 /** What the daemon-down DEL of attachment `ifName` does with link `l` of the pod. */
 export function stateless(l: IpLink, ifName: string): 'delete-veth' | 'send-home' | 'leave' {
@@ -22,27 +22,27 @@ export function stateless(l: IpLink, ifName: string): 'delete-veth' | 'send-home
   return l.linkinfo?.info_kind === 'veth' && l.ifname === ifName ? 'delete-veth' : 'leave';
 }
 
-export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Promise<void> {
+export async function cleanPodNetns(netns: string, ifName: string, deps: Deps): Promise<void> {
   if (!netns) return;
-  const links = await d.ip.linksIfPresent(netnsAt(netns));
+  const links = await deps.ip.linksIfPresent(netnsAt(netns));
   if (!links) {
-    d.log.info({ netns }, 'pod netns already gone: nothing to clean');
+    deps.log.info({ netns }, 'pod netns already gone: nothing to clean');
     return;
   }
   // The node's names matter only when a device goes home, which a pod with just its InfraNIC never has.
   let nodeNames: Set<string> | undefined;
   for (const l of links) {
     const what = stateless(l, ifName);
-    if (what === 'delete-veth') await deleteInfraVeth(netns, l, d);
+    if (what === 'delete-veth') await deleteInfraVeth(netns, l, deps);
     if (what !== 'send-home' || !l.address) continue;
-    nodeNames ??= new Set((await d.ip.listLinks(SELF)).map((n) => n.ifname));
+    nodeNames ??= new Set((await deps.ip.listLinks(SELF)).map((n) => n.ifname));
     const marked = parseMarker(l.ifalias)?.hostIfName;
     const home = marked && !nodeNames.has(marked) ? marked : travelNameOf(l.address);
     try {
-      await moveHome(l, links, { mac: l.address, hostIfName: home, netns, restore: AS_FOUND_ON_NODE }, d);
+      await moveDeviceOut(l, links, { mac: l.address, hostIfName: home, netns, restore: AS_FOUND_ON_NODE }, deps);
       nodeNames.add(home);
     } catch (err) {
-      d.log.warn(
+      deps.log.warn(
         { err, mac: l.address, ifName: l.ifname },
         'could not return a device without ferryd; the reconciler will',
       );
@@ -50,11 +50,11 @@ export async function cleanPodNetns(netns: string, ifName: string, d: Deps): Pro
   }
 }
 
-async function deleteInfraVeth(netns: string, l: IpLink, d: Deps): Promise<void> {
+async function deleteInfraVeth(netns: string, l: IpLink, deps: Deps): Promise<void> {
   try {
-    const r = await d.ip.deleteLink(netnsAt(netns), l.ifname);
-    d.log.info({ ifName: l.ifname, result: r }, 'InfraNIC veth deleted without ferryd');
+    const r = await deps.ip.deleteLink(netnsAt(netns), l.ifname);
+    deps.log.info({ ifName: l.ifname, result: r }, 'InfraNIC veth deleted without ferryd');
   } catch (err) {
-    d.log.warn({ err, ifName: l.ifname }, 'could not delete the InfraNIC veth');
+    deps.log.warn({ err, ifName: l.ifname }, 'could not delete the InfraNIC veth');
   }
 }

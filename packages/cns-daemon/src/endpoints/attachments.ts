@@ -34,11 +34,6 @@ export interface AttachmentsDeps {
   /** The commit journal, when ferryd reads one (settleJournal); its log lines go to `log`. */
   journal?: JournalDir;
   log?: Logger;
-  /**
-   * Called (inside the releasing transaction: it must only schedule work) whenever a release frees
-   * delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
-   */
-  onDevicesReleased?: () => void;
   /** Told how many journal entries each settle promoted and discarded (the metric counts them). */
   onJournalSettled?: (outcome: { promoted: number; discarded: number }) => void;
 }
@@ -55,10 +50,19 @@ interface WantedDevice {
 export class Attachments {
   readonly #d: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
+  #devicesReleased: () => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
     this.#d = deps;
     this.#tx = transactionRunner(deps.db);
+  }
+
+  /**
+   * `listener` is called (inside the releasing transaction: it must only schedule work) whenever a
+   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
+   */
+  onDevicesReleased(listener: () => void): void {
+    this.#devicesReleased = listener;
   }
 
   /**
@@ -234,25 +238,18 @@ export class Attachments {
   }
 
   /**
-   * The shim's one-request DEL: it has already deleted `hostVethDeleted`. An attachment that is that
-   * InfraNIC alone is released as by `release`; any other is left as it is and its interfaces returned in
-   * `toTearDown` (DelegatedNICs must go home before the release, so a retried DEL still knows where they
-   * are; a host veth recorded under another name, by an older ferryd, is still there to delete).
+   * The shim's one-request DEL: it has already deleted the InfraNIC's host veth (named after the
+   * attachment). An attachment that is that InfraNIC alone is released as by `release`; any other is left
+   * as it is and its interfaces returned in `toTearDown` (DelegatedNICs must go home before the release,
+   * so a retried DEL still knows where they are).
    */
-  releaseIfOnly(
-    containerId: string,
-    network: string,
-    ifName: string,
-    hostVethDeleted: string,
-    generation?: number,
-  ): ReleaseResult {
+  releaseIfOnly(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
     return this.#tx(() => {
       const { endpoints, ipam } = this.#d;
       const a = this.#releasable(containerId, network, ifName, generation);
       if (!a) return { released: [] };
       const interfaces = endpoints.interfacesOf(a.id);
-      const [only, ...more] = interfaces;
-      if (more.length === 0 && only?.nic_type === 'InfraNIC' && only.host_veth_name === hostVethDeleted) {
+      if (interfaces.length === 1 && interfaces[0]?.nic_type === 'InfraNIC') {
         return { released: this.#releaseAttachment(a) };
       }
       return { released: [], toTearDown: interfaces.map((i) => toRecord(a, i, ipam)) };
@@ -400,7 +397,7 @@ export class Attachments {
     const now = this.#d.now();
     for (const i of interfaces) ipam.release(i.id, now);
     endpoints.deleteAttachment(a.id);
-    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#d.onDevicesReleased?.();
+    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
     return records;
   }
 
@@ -423,7 +420,7 @@ export class Attachments {
           nicType: 'InfraNIC',
           ifName: i.if_name,
           endpointId: i.endpoint_id,
-          hostVethName: i.host_veth_name ?? hostVethNameOf(a.network, a.container_id, a.if_name),
+          hostVethName: hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
           addresses,
           routes: routesOf(i),

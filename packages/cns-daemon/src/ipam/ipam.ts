@@ -4,8 +4,8 @@
  * an allocation across families is all-or-nothing.
  */
 import type { AssignedAddress } from '@ferry/shared-types/api/common';
+import type { FerrydConfig, NetworkConfig } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import type { FerrydConfig, NetworkConfig } from '../config';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';

@@ -3,7 +3,7 @@
  * intervals, and what pods on it route through. Built from config that config.ts already checked.
  */
 import type { PodRoute } from '@ferry/shared-types/api/common';
-import type { NetworkConfig, PoolConfig } from '../config';
+import type { NetworkConfig, PoolConfig } from '@ferry/shared-types/config/ferryd';
 import { type Cidr, type Family, formatCidr, lastOf, parseCidr, parseExclusion, toBigInt } from './cidr';
 
 /**

@@ -40,8 +40,6 @@ export interface StorageHealthDeps {
   probeWrite(): void;
   /** Counts one failure (ferry_storage_errors_total). */
   count(operation: string, cause: StorageCause): void;
-  /** Called once storage works again (queued DELs that waited are applied now). */
-  onRecovered(): void;
   /** Tests: how often to probe (default 1 s) and how much room counts as enough (default 1 MiB). */
   probeIntervalMs?: number;
   minFreeBytes?: number;
@@ -52,9 +50,15 @@ export class StorageHealth {
   #failing: StorageFailing | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #recovered: () => void = () => undefined;
 
   constructor(deps: StorageHealthDeps) {
     this.#d = deps;
+  }
+
+  /** `listener` is called each time storage works again (queued DELs that waited are applied then). */
+  onRecovered(listener: () => void): void {
+    this.#recovered = listener;
   }
 
   /** Set while storage is failing: what failed, where, since when. */
@@ -112,7 +116,7 @@ export class StorageHealth {
       { path: f.path, failedForMs: this.#d.now() - f.sinceMs },
       `storage writable again: ready (it was failing with ${f.code})`,
     );
-    this.#d.onRecovered();
+    this.#recovered();
     return true;
   }
 
