@@ -17,8 +17,10 @@ import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
 import { useFerryd } from '../fixtures/ferryd';
+import { linkNames } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject, useKubeApi } from '../fixtures/kube-api';
 import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
+import { ferryEntries, podCniArgs, type StatusEntry, untilNetworkStatus } from '../fixtures/network-status';
 import { useNodeNetns } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { grantedVerbs, verbsByResource } from '../fixtures/rbac';
@@ -187,34 +189,8 @@ test('a pod the watch has not delivered is asked for directly; with the API serv
   await untilCached(ferryd, ['a/late-1', 'a/other-1', 'a/web-1'], 'API server back');
 });
 
-interface StatusEntry {
-  name: string;
-  interface?: string;
-  ips?: string[];
-  mac?: string;
-  default?: boolean;
-  [FERRY_ATTACHMENT_KEY]?: { network: string; containerId: string; ifName: string };
-}
-
-async function networkStatus(api: KubeApi, namespace: string, name: string): Promise<StatusEntry[] | undefined> {
-  const text = (await api.getPod(namespace, name))?.metadata.annotations?.[NETWORK_STATUS_ANNOTATION];
-  return text === undefined ? undefined : (JSON.parse(text) as StatusEntry[]);
-}
-
-async function untilStatus(api: KubeApi, name: string, pred: (s: StatusEntry[] | undefined) => boolean, what: string) {
-  const t0 = performance.now();
-  let last: StatusEntry[] | undefined;
-  await waitFor(
-    `${what}: network-status of a/${name} is ${JSON.stringify(last)}`,
-    async () => {
-      last = await networkStatus(api, 'a', name);
-      return pred(last);
-    },
-    15_000,
-  );
-  console.log(`pods-kube: ${what}: network-status written in ${(performance.now() - t0).toFixed(0)} ms`);
-  return last ?? [];
-}
+const untilStatus = (api: KubeApi, name: string, pred: (s: StatusEntry[] | undefined) => boolean, what: string) =>
+  untilNetworkStatus(api, { namespace: 'a', name }, pred, `pods-kube: ${what}`);
 
 /** ADDs pod a/NAME on the node with the real shim, as the kubelet's runtime does (K8S_POD_* in CNI_ARGS). */
 async function addPod(node: TestNetns, ferryd: Ferryd, pod: TestNetns, name: string, uid: string) {
@@ -223,7 +199,7 @@ async function addPod(node: TestNetns, ferryd: Ferryd, pod: TestNetns, name: str
     ifName: 'eth0',
     netns: pod,
     conf: netConf(ferryd),
-    cniArgs: `IgnoreUnknown=1;K8S_POD_NAMESPACE=a;K8S_POD_NAME=${name};K8S_POD_INFRA_CONTAINER_ID=x;K8S_POD_UID=${uid}`,
+    cniArgs: podCniArgs('a', name, uid),
   };
   const add = await runShim(node, 'ADD', call);
   expect(add.exitCode, add.stdout).toBe(0);
@@ -234,7 +210,7 @@ async function addPod(node: TestNetns, ferryd: Ferryd, pod: TestNetns, name: str
   return { call, result };
 }
 
-const ours = (s: StatusEntry[] | undefined) => (s ?? []).filter((e) => e[FERRY_ATTACHMENT_KEY] !== undefined);
+const ours = ferryEntries;
 
 test("network-status: ADD writes Ferry's entry next to another writer's, a conflict is redone, DEL takes it out, and writes missed while the API server is away catch up", async (t) => {
   const { node, api, start } = await useNodeWithPods(t);
@@ -277,9 +253,25 @@ test("network-status: ADD writes Ferry's entry next to another writer's, a confl
   expect(del.exitCode, del.stdout).toBe(0);
   expect(await untilStatus(api, 'web-1', (s) => ours(s).length === 0, 'DEL')).toEqual([multus]);
 
-  // 4. The API server away: an ADD and a DEL meanwhile; written once it is back.
-  await api.stop();
+  // 4. The API server away: an ADD of a pod in the cache and a DEL meanwhile, written once it is back; the
+  // ADD of a pod made meanwhile (not in the cache: ferryd asks for it) fails with 11 and builds nothing.
   const web3 = await api.putPod(podObject('a', 'web-3', NODE));
+  await untilCached(ferryd, ['a/web-1', 'a/web-2', 'a/web-3'], 'web-3 created');
+  await api.stop();
+  const web4 = await api.putPod(podObject('a', 'web-4', NODE));
+  const pod4 = await useNetns(t, 'pod');
+  const unknown = await runShim(node, 'ADD', {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: pod4,
+    conf: netConf(ferryd),
+    cniArgs: podCniArgs('a', 'web-4', web4.uid),
+  });
+  expect(unknown.json).toMatchObject({
+    code: Code.TryAgainLater,
+    msg: expect.stringMatching(/^look up pod a\/web-4: /),
+  });
+  expect(await linkNames(pod4)).toEqual(['lo']);
   const pod3 = await useNetns(t, 'pod');
   await addPod(node, ferryd, pod3, 'web-3', web3.uid);
   const del2 = await runShim(node, 'DEL', add2.call);
@@ -296,7 +288,7 @@ test("network-status: ADD writes Ferry's entry next to another writer's, a confl
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="conflict"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="failed"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_pending 0$/m);
-  expect(metrics).toMatch(/^ferry_pods_watched 3$/m);
+  expect(metrics).toMatch(/^ferry_pods_watched 4$/m);
 });
 
 test('networkStatus off (Multus writes the annotation): ferryd still watches its pods, and never patches one', async (t) => {

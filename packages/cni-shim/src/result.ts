@@ -45,7 +45,15 @@ export function toResult(
     if (plan.nicType === 'InfraNIC') interfaces.push({ name: plan.hostVethName, mac: plan.hostVethMac });
     const podIndex = interfaces.length;
     const mtu = 'mtu' in built ? built.mtu : undefined;
-    interfaces.push({ name: built.ifName, mac: built.mac, ...(mtu ? { mtu } : {}), sandbox: netns });
+    // pciID (1.0.0 on; convertResult drops it below): the device's PCI address, as sriov-cni reports it.
+    const pciID = plan.nicType === 'DelegatedNIC' ? plan.pciAddress : undefined;
+    interfaces.push({
+      name: built.ifName,
+      mac: built.mac,
+      ...(mtu ? { mtu } : {}),
+      sandbox: netns,
+      ...(pciID ? { pciID } : {}),
+    });
     for (const a of plan.addresses) {
       ips.push({ address: a.address, ...(a.gateway ? { gateway: a.gateway } : {}), interface: podIndex });
     }

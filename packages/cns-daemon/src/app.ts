@@ -140,6 +140,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       lifecycle: deps.lifecycle,
       metrics: deps.metrics,
       storage: deps.storage,
+      ...(deps.pods ? { pods: deps.pods } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,

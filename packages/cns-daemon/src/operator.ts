@@ -24,6 +24,7 @@ import type { Inventory } from './devices/inventory';
 import type { NodeChecks } from './doctor/node-checks';
 import type { Attachments } from './endpoints/attachments';
 import { toRecord } from './endpoints/records';
+import type { Tenancy } from './endpoints/tenancy';
 import { heldIn } from './ipam/allocator';
 import { contains, familyOf, fromBigInt, toBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
@@ -43,6 +44,8 @@ export interface OperatorDeps {
   nodeChecks: NodeChecks;
   /** Cluster networking, when the config has a `cluster` section. */
   cluster?: ClusterController;
+  /** A reservation, like every other way to a device, keeps a bound group to its namespaces. */
+  tenancy?: Tenancy;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
@@ -158,6 +161,13 @@ export class Operator {
           `addresses[${i}].address: "${a.address}" is inside the pool ${pool.spec.subnetText} of network "${pool.spec.network}"`,
         );
       }
+    }
+    const device = this.#d.inventory.list().find((d) => d.mac === mac.toLowerCase());
+    if (device && this.#d.tenancy && !this.#d.tenancy.mayGive(device.group, req.namespace)) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `reserve device ${device.mac} for ${req.namespace}/${req.pod}: its group "${device.group}" is bound to other namespaces (tenancy.deviceGroups)`,
+      );
     }
     return this.#d.inventory.reserve(mac, req);
   }

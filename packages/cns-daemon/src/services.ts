@@ -16,9 +16,11 @@ import type { ClusterController } from './cluster/controller';
 import type { createKubePeerSource } from './cluster/kube-source';
 import { registerClusterMetrics } from './cluster/metrics';
 import { Inventory } from './devices/inventory';
+import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
 import { Attachments } from './endpoints/attachments';
 import { JournalDir } from './endpoints/commit-journal';
+import { Tenancy } from './endpoints/tenancy';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
@@ -76,9 +78,14 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const stores: Stores = { endpoints: new EndpointStore(db), pools: new PoolStore(db), devices: new DeviceStore(db) };
   const storage = storageHealthOf(config, db, metrics, opts);
   const ipam = new Ipam(stores.pools, config);
-  const attachments = attachmentsOf(config, db, stores, ipam, metrics, opts);
+  const pci = new PciAddresses(config.sysfsRoot);
+  const tenancy = new Tenancy(
+    config.tenancy,
+    config.delegatedDevices.map((d) => d.group),
+  );
+  const attachments = attachmentsOf(config, db, stores, { ipam, pci, tenancy }, metrics, opts);
   const ip = new Ip(new Iproute2(nodeRunner));
-  const inventory = new Inventory({ db, devices: stores.devices, ip, config: config.delegatedDevices, log, now });
+  const inventory = new Inventory({ db, devices: stores.devices, ip, config: config.delegatedDevices, log, now, pci });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const reconciler = reconcilerOf(config, { attachments, ipam, inventory, drainer, storage }, stores, opts);
   // Queued DELs that waited for the disk are applied now rather than at the next rescan.
@@ -87,9 +94,18 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
   const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
   const lifecycle = new Lifecycle();
-  const operator = operatorOf(db, stores, { ipam, attachments, inventory, drainer, reconciler, ip, cluster }, now);
+  const operator = operatorOf(
+    db,
+    stores,
+    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy },
+    now,
+  );
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
-  const pods = buildPods(config, operator, opts);
+  const pods = buildPods(config, operator, pci, opts);
+  const writer = pods?.statusWriter;
+  // After the transaction (the writer reads the records): whoever committed or released, the pod's
+  // network-status follows now rather than at the next resync.
+  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
   if (pods) registerPodMetrics(metrics.registry, pods);
   const ping = () => {
@@ -118,7 +134,7 @@ function attachmentsOf(
   config: FerrydConfig,
   db: Db,
   stores: Stores,
-  ipam: Ipam,
+  parts: { ipam: Ipam; pci: PciAddresses; tenancy: Tenancy },
   metrics: Metrics,
   opts: ServiceOptions,
 ): Attachments {
@@ -126,7 +142,7 @@ function attachmentsOf(
     db,
     endpoints: stores.endpoints,
     devices: stores.devices,
-    ipam,
+    ...parts,
     now: opts.now,
     journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
     log: opts.log,
@@ -152,14 +168,14 @@ function reconcilerOf(
 function operatorOf(
   db: Db,
   stores: Stores,
-  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'inventory' | 'drainer'> & {
+  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'inventory' | 'drainer' | 'tenancy'> & {
     reconciler: Reconciler;
     ip: Ip;
     cluster: ClusterController | undefined;
   },
   now: () => number,
 ): Operator {
-  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster } = parts;
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy } = parts;
   const { endpoints, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -167,6 +183,7 @@ function operatorOf(
     pools,
     ipam,
     attachments,
+    tenancy,
     invariants: new Invariants(db, ipam),
     inventory,
     drainer,
@@ -216,7 +233,12 @@ function metricSourcesOf(
 }
 
 /** The pod services, when configured: the status writer projects ferryd's records (the operator's view). */
-function buildPods(config: FerrydConfig, operator: Operator, opts: ServiceOptions): PodServices | undefined {
+function buildPods(
+  config: FerrydConfig,
+  operator: Operator,
+  pci: PciAddresses,
+  opts: ServiceOptions,
+): PodServices | undefined {
   const kubernetes = config.cluster?.kubernetes;
   if (!kubernetes?.pods) return undefined;
   if (!opts.podServices) throw new Error('cluster.kubernetes.pods is set but the pod services were not loaded');
@@ -227,6 +249,7 @@ function buildPods(config: FerrydConfig, operator: Operator, opts: ServiceOption
     config: kubernetes.pods,
     records: (pod) =>
       operator.listEndpoints(pod ? { namespace: pod.namespace, pod: pod.name } : {}).flatMap((e) => e.interfaces),
+    pciAddressOf: (mac) => pci.pciOf(mac),
     resyncMs: config.reconcile.intervalSec * 1000,
     log: opts.log,
   });

@@ -55,9 +55,11 @@ async function allocate(
   deps: Deps,
 ): Promise<{ allocation: Allocation; earlyPair?: PairSpec }> {
   const request = attachmentOf(args, conf);
-  // Sent now, answered below: the pair is made while ferryd allocates.
+  // Sent now, answered below: the pair is made while ferryd allocates (unless the network says it has
+  // no InfraNIC, or the runtime names a device, as only a secondary network's runtime does).
   const allocating = deps.daemon.allocate(request);
-  const earlyPair = await createPairWhileAllocating(args, conf, undo, deps);
+  const isSecondary = conf.infraNIC === false || request.deviceId !== undefined;
+  const earlyPair = isSecondary ? undefined : await createPairWhileAllocating(args, conf, undo, deps);
   try {
     return { allocation: await allocating.answer(), ...(earlyPair ? { earlyPair } : {}) };
   } catch (err) {
@@ -95,7 +97,10 @@ async function createPairWhileAllocating(
   return pair;
 }
 
-/** Builds the plan's NICs in its order: the InfraNIC first (Azure's PR #4421: built after a delegated NIC it fails). */
+/**
+ * Builds the plan's NICs in its order: the InfraNIC first (Azure's PR #4421: built after a delegated NIC
+ * it fails); a secondary network's plan is its one DelegatedNIC, named CNI_IFNAME.
+ */
 async function buildNics(
   allocation: Allocation,
   args: CmdArgs,
@@ -106,6 +111,10 @@ async function buildNics(
 ): Promise<BuiltPair[]> {
   const nics: BuiltPair[] = [];
   let nodeLinks: IpLink[] | undefined;
+  // A secondary network's plan has no InfraNIC: its device takes CNI_IFNAME, which the pair holds.
+  if (earlyPair && !allocation.nics.some((n) => n.nicType === 'InfraNIC')) {
+    await deps.ip.deleteLink(SELF, earlyPair.hostVethName);
+  }
   for (const plan of allocation.nics) {
     if (plan.nicType === 'InfraNIC') {
       nics.push({ plan, built: await buildInfraNic(infraInputOf(plan, args, conf), undo, deps, earlyPair) });

@@ -11,6 +11,7 @@ import { podOf } from '../commands/attachment';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
+import { prevResultOf } from '../result';
 import { prepareQueueDir, toEntry, writeEntry } from './delete-queue';
 import { cleanPodNetns } from './netns-cleanup';
 
@@ -53,9 +54,16 @@ export async function delWithoutDaemon(
     const name = writeEntry(deps.runtime, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
     deps.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
-    await cleanPodNetns(args.netns, args.ifName, deps);
+    await cleanPodNetns(args.netns, args.ifName, deps, await ownMacsOf(conf, args.netns));
   } finally {
     lock.release();
   }
   return 'queued';
+}
+
+/** The MACs prevResult lists in the pod (the attachment's own interfaces); undefined without one. */
+async function ownMacsOf(conf: ShimConf, netns: string): Promise<ReadonlySet<string> | undefined> {
+  const prev = await prevResultOf(conf).catch(() => undefined);
+  const inPod = prev?.interfaces?.filter((i) => i.sandbox === netns && i.mac);
+  return inPod?.length ? new Set(inPod.map((i) => (i.mac as string).toLowerCase())) : undefined;
 }

@@ -22,6 +22,7 @@ import type { FerrydConfig } from '../config';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
 import { parseRow } from '../store/rows';
+import type { PciAddresses } from './pci';
 
 export interface InventoryDeps {
   db: Db;
@@ -30,6 +31,8 @@ export interface InventoryDeps {
   config: FerrydConfig['delegatedDevices'];
   log: Logger;
   now: () => number;
+  /** Told each scan's listing, to read the devices' PCI addresses again. */
+  pci?: PciAddresses;
 }
 
 export interface ScanResult {
@@ -62,6 +65,7 @@ export class Inventory {
     const listedAt = this.#d.now();
     const links = await ip.listLinks(SELF);
     const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
+    this.#d.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
     const now = this.#d.now();
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
@@ -150,10 +154,12 @@ export class Inventory {
   list(): Device[] {
     return this.#d.devices.all().map((r): Device => {
       const reservation = reservationOf(r);
+      const pciAddress = this.#d.pci?.pciOf(r.mac);
       return {
         mac: r.mac,
         group: r.grp,
         ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
+        ...(pciAddress ? { pciAddress } : {}),
         state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
         ...(r.interface_id !== null && r.container_id && r.if_name
           ? {

@@ -4,26 +4,25 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Ip, Iproute2 } from '@ferry/net';
-import type { AllocateRequest, Allocation, DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
-import type { ReservationRequest } from '@ferry/shared-types/api/devices';
-import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
+import type { Allocation } from '@ferry/shared-types/api/allocations';
 import type { QueueEntry } from '@ferry/shared-types/api/queue';
-import { CniError, Code } from '@ferry/shared-types/errors';
-import pino from 'pino';
-import { expect, type TestContext, test } from 'vitest';
-import { Inventory } from '../devices/inventory';
-import { Ipam } from '../ipam/ipam';
-import { type Db, openDatabase } from '../store/db';
-import { DeviceStore } from '../store/devices';
-import { EndpointStore } from '../store/endpoints';
-import { PoolStore } from '../store/pools';
-import { tempDir, testConfig } from '../testing/harness';
-import { Attachments } from './attachments';
-import { JournalDir } from './commit-journal';
+import { Code } from '@ferry/shared-types/errors';
+import { expect, test } from 'vitest';
+import {
+  ATTACHMENTS_CLOCK,
+  addDevice,
+  commitOf,
+  delegated,
+  failure,
+  request,
+  reserve,
+  stateOf,
+  useAttachments,
+  type World,
+} from '../testing/attachments-world';
 import { entryFileNameOf } from './host-veth';
 
-const T0 = Date.UTC(2026, 10, 30, 12, 0, 0);
+const { T0 } = ATTACHMENTS_CLOCK;
 
 /** A config with a second network, for what must stay scoped to one. */
 const TWO_NETWORKS = {
@@ -32,98 +31,6 @@ const TWO_NETWORKS = {
     { name: 'other', ipv4: { subnet: '10.10.0.0/24' } },
   ],
 };
-
-interface World {
-  attachments: Attachments;
-  inventory: Inventory;
-  devices: DeviceStore;
-  db: Db;
-  journal: JournalDir;
-  clock: { now: number };
-  /** How many times a release said it freed delegated devices. */
-  devicesReleased: number;
-  settled: { promoted: number; discarded: number }[];
-}
-
-function useAttachments(t: TestContext, overrides: Record<string, unknown> = {}): World {
-  const dir = tempDir(t);
-  const config = testConfig(dir, { cooldownSec: 30, ...overrides });
-  const store = openDatabase(config.database);
-  t.onTestFinished(() => store.close());
-  const { db } = store;
-  const clock = { now: T0 };
-  const now = () => clock.now;
-  const devices = new DeviceStore(db);
-  const journal = new JournalDir(join(dir, 'commit-journal'));
-  const log = pino({ level: 'silent' });
-  const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
-  const w: World = {
-    db,
-    devices,
-    journal,
-    clock,
-    devicesReleased: 0,
-    settled: [],
-    inventory: new Inventory({ db, devices, ip, config: [], log, now }),
-    attachments: new Attachments({
-      db,
-      endpoints: new EndpointStore(db),
-      devices,
-      ipam: new Ipam(new PoolStore(db), config),
-      now,
-      journal,
-      log,
-      onJournalSettled: (outcome) => {
-        w.settled.push(outcome);
-      },
-    }),
-  };
-  w.attachments.onDevicesReleased(() => {
-    w.devicesReleased++;
-  });
-  return w;
-}
-
-const request = (containerId: string, extra: Partial<AllocateRequest> = {}): AllocateRequest => ({
-  network: 'ferry',
-  containerId,
-  ifName: 'eth0',
-  netns: '/var/run/netns/ferry-t-unit',
-  ...extra,
-});
-
-/** What the shim commits after building `a` (or the interfaces named). */
-const commitOf = (a: Allocation, ifNames = a.nics.map((n) => n.ifName)): CommitRequest => ({
-  network: a.network,
-  ifName: a.ifName,
-  generation: a.generation,
-  nics: ifNames.map((ifName, k) => ({ ifName, mac: `02:00:00:00:aa:0${k + 1}`, containerIfIndex: k + 2 })),
-});
-
-/** A delegatable device on the node (as a scan would have recorded it). */
-function addDevice(w: World, mac: string, group: string, hostIfName: string, present = true): void {
-  w.devices.upsert(mac, group, hostIfName);
-  w.devices.setPresence(mac, present, present ? w.clock.now : undefined);
-}
-
-function reserve(w: World, mac: string, r: Partial<ReservationRequest> & { namespace: string; pod: string }): void {
-  w.inventory.reserve(mac, { addresses: [], routes: [], ...r });
-}
-
-const stateOf = (w: World, mac: string) => w.inventory.list().find((d) => d.mac === mac)?.state;
-
-/** The thrown CniError's code and message, for one assertion. */
-function failure(fn: () => unknown): { code: number; msg: string } {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof CniError) return { code: err.code, msg: err.message };
-    throw err;
-  }
-  throw new Error('expected a CniError, nothing was thrown');
-}
-
-const delegated = (a: Allocation) => a.nics.filter((n): n is DelegatedNicPlan => n.nicType === 'DelegatedNIC');
 
 /** What the shim writes into the commit journal after building `a`, under the attachment's own name. */
 function writeJournalEntry(w: World, a: Allocation, writtenAtMs: number, generation = a.generation): string {

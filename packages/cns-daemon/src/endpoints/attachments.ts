@@ -6,24 +6,26 @@
  * #4829, cannot happen here).
  */
 import type { AllocateRequest, Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
-import type { ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { CommitRequest, Endpoint, InterfaceRecord, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
+import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
-import { reservationOf } from '../devices/inventory';
+import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { EndpointStore } from '../store/endpoints';
-import type { AttachmentRow, DeviceRow, InterfaceRow } from '../store/rows';
+import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import type { JournalDir } from './commit-journal';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
+import { NicChoice, type WantedDevice } from './nic-choice';
 import { addressesOf, routesOf, toRecord } from './records';
+import { Tenancy } from './tenancy';
 
 export interface AttachmentsDeps {
   db: Db;
@@ -36,25 +38,32 @@ export interface AttachmentsDeps {
   log?: Logger;
   /** Told how many journal entries each settle promoted and discarded (the metric counts them). */
   onJournalSettled?: (outcome: { promoted: number; discarded: number }) => void;
+  /** Who may ask for which devices and addresses (default: no bindings). */
+  tenancy?: Tenancy;
+  /** sysfs, for devices by PCI address (default: none can be asked for by one). */
+  pci?: PciAddresses;
 }
 
 /** The key of one attachment. */
 export type AttachmentKey = Pick<AllocateRequest, 'network' | 'containerId' | 'ifName'>;
 
-interface WantedDevice {
-  row: DeviceRow;
-  ifName?: string;
-  reservation?: ReservationRequest;
-}
-
 export class Attachments {
   readonly #d: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
+  readonly #choice: NicChoice;
   #devicesReleased: () => void = () => undefined;
+  #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
     this.#d = deps;
     this.#tx = transactionRunner(deps.db);
+    this.#choice = new NicChoice({
+      devices: deps.devices,
+      endpoints: deps.endpoints,
+      tenancy: deps.tenancy ?? new Tenancy({ deviceGroups: [], staticAddresses: [] }, []),
+      ...(deps.pci ? { pci: deps.pci } : {}),
+      hasNetwork: (name) => deps.ipam.networks().some((n) => n.config.name === name),
+    });
   }
 
   /**
@@ -66,10 +75,21 @@ export class Attachments {
   }
 
   /**
+   * `listener` is called (inside the transaction: it must only schedule work) whenever an attachment
+   * made for a Kubernetes pod is committed or released, whoever did it: the shim (a PUT, a promoted
+   * commit-journal entry, a DEL), a queued DEL, GC, the stale-endpoint sweep, an operator's force-delete.
+   */
+  onPodChanged(listener: (pod: { namespace: string; name: string }) => void): void {
+    this.#podChanged = listener;
+  }
+
+  /**
    * Idempotent per (network, containerId, ifName) until commit: the same request returns the same plan
    * (an ADD retried after it was interrupted). `created` tells a new attachment from a repeated one.
+   * `nics`: the pod's `ferry.dev/nics` annotation, when it has one (it decides the delegated NICs:
+   * nic-choice.ts); a request it refuses stores nothing.
    */
-  allocate(req: AllocateRequest): { plan: Allocation; created: boolean } {
+  allocate(req: AllocateRequest, nics?: PodNics): { plan: Allocation; created: boolean } {
     return this.#tx(() => {
       const { endpoints, ipam } = this.#d;
       const existing = endpoints.getAttachment(req.containerId, req.ifName);
@@ -94,7 +114,7 @@ export class Attachments {
         );
       }
       const net = ipam.network(req.network);
-      const wanted = this.#wantedDevices(req, others);
+      const wanted = this.#choice.choose(req, net.config, others, nics);
       const now = this.#d.now();
       const attachment = endpoints.insertAttachment({
         network: req.network,
@@ -107,18 +127,21 @@ export class Attachments {
         ...(req.pod?.infraContainerId ? { podInfraContainerId: req.pod.infraContainerId } : {}),
         nowMs: now,
       });
-      const infraId = endpoints.insertInterface({
-        attachmentId: attachment.id,
-        position: 0,
-        containerId: req.containerId,
-        ifName: req.ifName,
-        endpointId: endpointIdOf('InfraNIC', req.containerId, req.ifName),
-        nicType: 'InfraNIC',
-        routesJson: net.routesJson,
-        hostVethName: hostVethNameOf(req.network, req.containerId, req.ifName),
-      });
-      ipam.assign(req.network, infraId, now);
-      this.#attachDevices(req, attachment.id, wanted, others);
+      if (net.config.infraNIC) {
+        const infraId = endpoints.insertInterface({
+          attachmentId: attachment.id,
+          position: 0,
+          containerId: req.containerId,
+          ifName: req.ifName,
+          endpointId: endpointIdOf('InfraNIC', req.containerId, req.ifName),
+          nicType: 'InfraNIC',
+          routesJson: net.routesJson,
+          hostVethName: hostVethNameOf(req.network, req.containerId, req.ifName),
+        });
+        ipam.assign(req.network, infraId, now);
+      }
+      // A secondary network's attachment is its one device, first and alone.
+      this.#attachDevices(req, attachment.id, wanted, others, net.config.infraNIC ? 1 : 0, net.routesJson);
       return { plan: this.#planOf(attachment), created: true };
     });
   }
@@ -215,6 +238,7 @@ export class Attachments {
       }
     }
     endpoints.markCommitted(a.id, Math.max(a.updated_at_ms, atMs));
+    this.#changedPodOf(a);
   }
 
   /** Every interface of the container; throws EndpointNotFound when there is none. */
@@ -295,60 +319,20 @@ export class Attachments {
     return result;
   }
 
-  /** The devices this pod gets: its reservations first, then what the network config asks of a group. */
-  #wantedDevices(req: AllocateRequest, others: readonly InterfaceRow[]): WantedDevice[] {
-    const { devices } = this.#d;
-    const wanted: WantedDevice[] = [];
-    const { namespace, name } = req.pod ?? {};
-    if (namespace && name) {
-      // The pod's other attachments may already hold its reserved devices: those stay where they are.
-      const own = new Set(others.map((i) => i.id));
-      for (const row of devices.reservedFor(namespace, name)) {
-        const reservation = reservationOf(row);
-        if (row.interface_id !== null && own.has(row.interface_id)) continue;
-        if (row.interface_id !== null) {
-          throw new CniError(
-            Code.DeviceUnavailable,
-            `device ${row.mac} reserved for ${namespace}/${name} is held by another pod`,
-          );
-        }
-        if (!row.present) {
-          throw new CniError(
-            Code.DeviceUnavailable,
-            `device ${row.mac} reserved for ${namespace}/${name} is not on the node`,
-          );
-        }
-        wanted.push({
-          row,
-          ...(reservation?.ifName ? { ifName: reservation.ifName } : {}),
-          ...(reservation ? { reservation } : {}),
-        });
-      }
-    }
-    if (req.delegatedNICs) {
-      const { group, count } = req.delegatedNICs;
-      const free = devices.freeOfGroup(group, count);
-      if (free.length < count) {
-        throw new CniError(
-          Code.DeviceUnavailable,
-          `allocate ${count} delegated NICs of group "${group}": only ${free.length} free on this node`,
-        );
-      }
-      for (const row of free) wanted.push({ row });
-    }
-    return wanted;
-  }
-
-  /** Interface rows for the devices, named as reserved or net1, net2, …; each device assigned to its row. */
+  /**
+   * Interface rows for the devices, from `position` on: named as wanted (a secondary network's device is
+   * CNI_IFNAME) or net1, net2, …; each device assigned to its row, and a pooled one given its addresses.
+   */
   #attachDevices(
     req: AllocateRequest,
     attachmentId: number,
-    wanted: WantedDevice[],
+    wanted: readonly WantedDevice[],
     others: readonly InterfaceRow[],
+    position: number,
+    routesJson: string,
   ): void {
-    if (wanted.length === 0) return;
-    const { endpoints, devices } = this.#d;
-    const taken = new Set([req.ifName, ...others.map((i) => i.if_name)]);
+    const { endpoints, devices, ipam } = this.#d;
+    const taken = new Set([...(position > 0 ? [req.ifName] : []), ...others.map((i) => i.if_name)]);
     let n = 1;
     for (const [k, w] of wanted.entries()) {
       let ifName = w.ifName;
@@ -367,19 +351,20 @@ export class Attachments {
         throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} has never been seen on the node`);
       const interfaceId = endpoints.insertInterface({
         attachmentId,
-        position: k + 1,
+        position: position + k,
         containerId: req.containerId,
         ifName,
         endpointId: endpointIdOf('DelegatedNIC', req.containerId, ifName),
         nicType: 'DelegatedNIC',
-        routesJson: JSON.stringify(w.reservation?.routes ?? []),
+        routesJson: w.pooled ? routesJson : JSON.stringify(w.routes),
         hostIfName: w.row.host_if_name,
         deviceMac: w.row.mac,
-        ...(w.reservation?.addresses.length ? { staticAddressesJson: JSON.stringify(w.reservation.addresses) } : {}),
+        ...(w.statics.length ? { staticAddressesJson: JSON.stringify(w.statics) } : {}),
       });
       if (!devices.assign(w.row.mac, interfaceId)) {
         throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} was taken by another pod meanwhile`);
       }
+      if (w.pooled) ipam.assign(req.network, interfaceId, this.#d.now());
     }
   }
 
@@ -398,7 +383,14 @@ export class Attachments {
     for (const i of interfaces) ipam.release(i.id, now);
     endpoints.deleteAttachment(a.id);
     if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
+    this.#changedPodOf(a);
     return records;
+  }
+
+  #changedPodOf(a: AttachmentRow): void {
+    if (a.pod_namespace !== null && a.pod_name !== null) {
+      this.#podChanged({ namespace: a.pod_namespace, name: a.pod_name });
+    }
   }
 
   #endpointOf(containerId: string): Endpoint {
@@ -430,12 +422,14 @@ export class Attachments {
       if (!i.device_mac || !i.host_if_name) {
         throw new CniError(Code.Internal, `delegated interface ${a.container_id}/${i.if_name} has no device recorded`);
       }
+      const pciAddress = this.#d.pci?.pciOf(i.device_mac);
       return {
         nicType: 'DelegatedNIC',
         ifName: i.if_name,
         endpointId: i.endpoint_id,
         mac: i.device_mac,
         hostIfName: i.host_if_name,
+        ...(pciAddress ? { pciAddress } : {}),
         addresses,
         routes: routesOf(i),
       };

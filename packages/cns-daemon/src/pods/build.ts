@@ -4,9 +4,9 @@
  * turned off) the network-status writer. Loaded by daemon.ts only when configured: it brings the
  * Kubernetes client library (cluster/build.ts says what that costs).
  *
- * What the allocation code calls, once wired: `podIntent(pod)` while it allocates (from the cache, or a
- * bounded GET; code 11 when neither answers), and `statusWriter?.report(pod)` after a commit or a release
- * (it only queues).
+ * What the allocation calls: `podIntent(pod)` before it chooses devices (from the cache, or a bounded GET;
+ * code 11 when neither answers), `refusals` when it refuses them; and `statusWriter?.report(pod)` after
+ * every commit or release of an attachment made for a pod (it only queues).
  */
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import type { PodWatchConfig } from '@ferry/shared-types/config/ferryd';
@@ -15,9 +15,11 @@ import type { Logger } from 'pino';
 import type { BackoffOptions } from '../kube/backoff';
 import { loadKubeConfig } from '../kube/connection';
 import { Informer, type InformerStatus } from '../kube/informer';
+import type { PciAddressOf } from './network-status';
 import { kubePodApi } from './pod-api';
 import { PodCache, type PodKey } from './pod-cache';
 import { type PodIntent, podIntentOf } from './pod-intent';
+import { NicRefusals } from './refusals';
 import { NetworkStatusWriter, type PodName } from './status-writer';
 
 export interface PodServicesOptions {
@@ -27,6 +29,8 @@ export interface PodServicesOptions {
   config: PodWatchConfig;
   /** ferryd's records (the status writer's source): of one pod, or of every attachment. */
   records(pod?: PodName): InterfaceRecord[];
+  /** A delegated device's PCI address (network-status' `device-info`). */
+  pciAddressOf?: PciAddressOf;
   /** How often the status writer compares every pod with the records. */
   resyncMs: number;
   log: Logger;
@@ -47,6 +51,8 @@ export interface PodServices {
   statusWriter: NetworkStatusWriter | undefined;
   /** What the pod asks for (pod-intent.ts); CniError InvalidPodIntent or TryAgainLater. */
   podIntent(pod: PodKey): Promise<PodIntent>;
+  /** Each pod's last refused request for delegated NICs, and counts by reason. */
+  refusals: NicRefusals;
   status(): PodWatchStatus;
   /** Starts the watch (and the writer); never waits for the API server. */
   start(): void;
@@ -83,6 +89,7 @@ export function buildPodServices(opts: PodServicesOptions): PodServices {
         cache,
         api,
         records: opts.records,
+        ...(opts.pciAddressOf ? { pciAddressOf: opts.pciAddressOf } : {}),
         log,
         resyncMs: opts.resyncMs,
         ...(opts.backoff ? { backoff: opts.backoff } : {}),
@@ -92,6 +99,7 @@ export function buildPodServices(opts: PodServicesOptions): PodServices {
     cache,
     statusWriter,
     podIntent: (pod) => podIntentOf(cache, pod),
+    refusals: new NicRefusals(log),
     status: () => ({
       nodeName: opts.nodeName,
       synced: cache.hasSynced,

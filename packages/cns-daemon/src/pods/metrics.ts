@@ -32,6 +32,16 @@ export function registerPodMetrics(registry: Registry, pods: PodServices): void 
       for (const [result, n] of Object.entries(pods.cache.counts)) this.inc({ result }, n);
     },
   });
+  new Counter({
+    name: 'ferry_pod_nic_refusals_total',
+    help: "ADDs whose delegated NICs ferryd refused, by reason: malformed (the pod's ferry.dev/nics does not parse, or names its primary interface), unknown (a network, group or device this node does not have), not-allowed (not bound to the pod's namespace: a group, a device, a static address), unavailable (no free device, a device held by another pod, an address in use)",
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      this.reset();
+      for (const [reason, n] of Object.entries(pods.refusals.counts)) this.inc({ reason }, n);
+    },
+  });
   const writer = pods.statusWriter;
   if (!writer) return;
   new Counter({

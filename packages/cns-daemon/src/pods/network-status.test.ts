@@ -1,4 +1,4 @@
-import { FERRY_ATTACHMENT_KEY } from '@ferry/shared-types/kube/network-status';
+import { FERRY_ATTACHMENT_KEY, FerryStatusEntrySchema } from '@ferry/shared-types/kube/network-status';
 import { describe, expect, test } from 'vitest';
 import { interfaceRecord as record } from '../testing/interface-record';
 import { ferryEntriesOf, withFerryEntries } from './network-status';
@@ -54,6 +54,15 @@ describe('ferryEntriesOf: Ferry entries from the records', () => {
       'ferry/c1/eth0/true',
       'data/c1/net2/false',
     ]);
+  });
+
+  test("a delegated device with a PCI address carries it as device-info (NPWG's device information, pci)", () => {
+    const vf = record({ ...delegated, deviceMac: '02:00:00:00:0f:01', hostIfName: 'ens2f0v1' });
+    const pciOf = (mac: string) => (mac === '02:00:00:00:0f:01' ? '0000:18:02.1' : undefined);
+    const [eth0, net1] = ferryEntriesOf([infra, vf], pod, pciOf);
+    expect(eth0).not.toHaveProperty('device-info');
+    expect(net1?.['device-info']).toEqual({ type: 'pci', version: '1.0.0', pci: { 'pci-address': '0000:18:02.1' } });
+    expect(FerryStatusEntrySchema.safeParse(net1).success).toBe(true);
   });
 });
 

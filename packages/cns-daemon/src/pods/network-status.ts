@@ -14,6 +14,9 @@ import {
 } from '@ferry/shared-types/kube/network-status';
 import { isPodWithUid, type PodView } from './pod';
 
+/** A delegated device's PCI address by its MAC, where it has one (`device-info`). */
+export type PciAddressOf = (deviceMac: string) => string | undefined;
+
 /** The interface name the kubelet gives a pod's cluster-wide default network (CNI_IFNAME). */
 const DEFAULT_NETWORK_IF_NAME = 'eth0';
 
@@ -21,9 +24,14 @@ const DEFAULT_NETWORK_IF_NAME = 'eth0';
  * Ferry's entries for `pod`, from its records: committed interfaces only, of attachments made for this
  * pod (by namespace and name, and by UID where the runtime gave one: an older pod of the same name that
  * is not yet deleted is not this one), the newest attachment per (network, CNI_IFNAME) when a sandbox
- * was made again before the old one's DEL. Sorted: the default network's interface first.
+ * was made again before the old one's DEL. Sorted: the default network's interface first. A delegated
+ * device with a PCI address carries it in `device-info`.
  */
-export function ferryEntriesOf(records: readonly InterfaceRecord[], pod: PodView): FerryStatusEntry[] {
+export function ferryEntriesOf(
+  records: readonly InterfaceRecord[],
+  pod: PodView,
+  pciAddressOf: PciAddressOf = () => undefined,
+): FerryStatusEntry[] {
   const slotOf = (r: InterfaceRecord) => `${r.network}/${r.attachmentIfName}`;
   const mine = records.filter(
     (r) =>
@@ -39,7 +47,7 @@ export function ferryEntriesOf(records: readonly InterfaceRecord[], pod: PodView
   }
   return mine
     .filter((r) => newest.get(slotOf(r))?.containerId === r.containerId)
-    .map(entryOf)
+    .map((r) => entryOf(r, pciAddressOf))
     .sort(
       (a, b) =>
         Number(b.default) - Number(a.default) ||
@@ -49,7 +57,8 @@ export function ferryEntriesOf(records: readonly InterfaceRecord[], pod: PodView
     );
 }
 
-function entryOf(r: InterfaceRecord): FerryStatusEntry {
+function entryOf(r: InterfaceRecord, pciAddressOf: PciAddressOf): FerryStatusEntry {
+  const pci = r.deviceMac ? pciAddressOf(r.deviceMac) : undefined;
   return {
     name: r.network,
     interface: r.ifName,
@@ -57,6 +66,7 @@ function entryOf(r: InterfaceRecord): FerryStatusEntry {
     ips: r.addresses.map((a) => a.address.slice(0, a.address.indexOf('/'))),
     ...(r.mac ? { mac: r.mac } : {}),
     default: r.nicType === 'InfraNIC' && r.ifName === DEFAULT_NETWORK_IF_NAME && r.attachmentIfName === r.ifName,
+    ...(pci ? { 'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': pci } } } : {}),
     [FERRY_ATTACHMENT_KEY]: { network: r.network, containerId: r.containerId, ifName: r.attachmentIfName },
   };
 }

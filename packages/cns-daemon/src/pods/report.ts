@@ -19,7 +19,7 @@ export function podsReport(pods: PodServices): PodsReport {
     pods: pods.cache
       .pods()
       .sort((a, b) => (podKeyOf(a.namespace, a.name) < podKeyOf(b.namespace, b.name) ? -1 : 1))
-      .map((pod) => reportOf(pod, 'cache')),
+      .map((pod) => reportOf(pods, pod, 'cache')),
   };
 }
 
@@ -33,11 +33,19 @@ export async function podReport(pods: PodServices, key: PodKey): Promise<PodRepo
       `pod ${podKeyOf(key.namespace, key.name)}: the Kubernetes API has no such pod${key.uid ? ` (uid ${key.uid})` : ''}`,
     );
   }
-  return reportOf(pod, cached === pod ? 'cache' : 'api');
+  return reportOf(pods, pod, cached === pod ? 'cache' : 'api');
 }
 
-function reportOf(pod: PodView, source: PodReport['source']): PodReport {
-  const base = { namespace: pod.namespace, name: pod.name, uid: pod.uid, resourceVersion: pod.resourceVersion, source };
+function reportOf(pods: PodServices, pod: PodView, source: PodReport['source']): PodReport {
+  const refused = pods.refusals.of(pod.namespace, pod.name);
+  const base = {
+    namespace: pod.namespace,
+    name: pod.name,
+    uid: pod.uid,
+    resourceVersion: pod.resourceVersion,
+    source,
+    ...(refused ? { refused } : {}),
+  };
   try {
     const nics = nicsOf(pod);
     return { ...base, ...(nics ? { nics } : {}) };

@@ -16,7 +16,7 @@ import { NETWORK_STATUS_ANNOTATION } from '@ferry/shared-types/kube/network-stat
 import type { Logger } from 'pino';
 import { type BackoffOptions, backoffDelayMs, DEFAULT_BACKOFF } from '../kube/backoff';
 import { describeApiError, httpStatusOfApiError } from '../kube/connection';
-import { ferryEntriesOf, withFerryEntries } from './network-status';
+import { ferryEntriesOf, type PciAddressOf, withFerryEntries } from './network-status';
 import { type PodView, podKeyOf } from './pod';
 import type { PodApi } from './pod-api';
 import type { PodCache } from './pod-cache';
@@ -38,6 +38,8 @@ export interface StatusWriterOptions {
   api: PodApi;
   /** ferryd's records: of one pod's attachments, or (no argument) of every attachment. */
   records(pod?: PodName): InterfaceRecord[];
+  /** A delegated device's PCI address, for `device-info`. */
+  pciAddressOf?: PciAddressOf;
   log: Logger;
   /** How often every pod of the node is compared with the records. */
   resyncMs: number;
@@ -154,8 +156,12 @@ export class NetworkStatusWriter {
     }
   }
 
+  #entriesOf(records: readonly InterfaceRecord[], pod: PodView) {
+    return ferryEntriesOf(records, pod, this.#opts.pciAddressOf);
+  }
+
   #compare(pod: PodView, records: InterfaceRecord[]): void {
-    if (withFerryEntries(pod.annotations[NETWORK_STATUS_ANNOTATION], ferryEntriesOf(records, pod))) {
+    if (withFerryEntries(pod.annotations[NETWORK_STATUS_ANNOTATION], this.#entriesOf(records, pod))) {
       this.#enqueue(podKeyOf(pod.namespace, pod.name));
     }
   }
@@ -240,7 +246,7 @@ export class NetworkStatusWriter {
       }
       const change = withFerryEntries(
         pod.annotations[NETWORK_STATUS_ANNOTATION],
-        ferryEntriesOf(this.#opts.records({ namespace, name }), pod),
+        this.#entriesOf(this.#opts.records({ namespace, name }), pod),
       );
       if (!change) return;
       if (change.unreadable) {

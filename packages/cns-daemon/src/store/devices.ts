@@ -15,6 +15,7 @@ export interface Reservation {
 export class DeviceStore {
   readonly #upsert;
   readonly #get;
+  readonly #byHostIfName;
   readonly #all;
   readonly #remove;
   readonly #setPresence;
@@ -31,6 +32,7 @@ export class DeviceStore {
        ON CONFLICT (mac) DO UPDATE SET grp = excluded.grp, host_if_name = coalesce(devices.host_if_name, excluded.host_if_name)`,
     );
     this.#get = db.prepare('SELECT * FROM devices WHERE mac = ?');
+    this.#byHostIfName = db.prepare('SELECT * FROM devices WHERE host_if_name = ? ORDER BY mac LIMIT 1');
     this.#all = db.prepare(
       `SELECT d.*, i.container_id AS container_id, i.if_name AS if_name, a.state AS attachment_state,
          a.updated_at_ms AS attachment_updated_at_ms, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
@@ -66,6 +68,12 @@ export class DeviceStore {
 
   get(mac: string): DeviceRow | undefined {
     const row = this.#get.get(mac);
+    return row === undefined ? undefined : parseRow(DeviceRowSchema, row, 'devices', isDeviceRow);
+  }
+
+  /** The device whose recorded host name is `name` (how a netdev sysfs names is found in the inventory). */
+  byHostIfName(name: string): DeviceRow | undefined {
+    const row = this.#byHostIfName.get(name);
     return row === undefined ? undefined : parseRow(DeviceRowSchema, row, 'devices', isDeviceRow);
   }
 

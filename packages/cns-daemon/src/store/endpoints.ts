@@ -10,6 +10,8 @@ import {
   type InterfaceRow,
   InterfaceRowSchema,
   parseRow,
+  type StaticAddressesRow,
+  StaticAddressesRowSchema,
 } from './rows';
 
 export type { InterfaceCount } from './rows';
@@ -54,6 +56,7 @@ export class EndpointStore {
   readonly #interfacesOfContainer;
   readonly #commitInterface;
   readonly #countInterfaces;
+  readonly #staticAddresses;
 
   constructor(db: Db) {
     this.#insertAttachment = db.prepare(
@@ -81,6 +84,10 @@ export class EndpointStore {
     );
     this.#commitInterface = db.prepare(
       'UPDATE interfaces SET mac = ?, container_if_index = ? WHERE attachment_id = ? AND if_name = ?',
+    );
+    this.#staticAddresses = db.prepare(
+      `SELECT i.static_addresses_json AS json, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
+       FROM interfaces i JOIN attachments a ON a.id = i.attachment_id WHERE i.static_addresses_json IS NOT NULL`,
     );
     this.#countInterfaces = db.prepare(
       `SELECT a.network AS network, i.nic_type AS nicType, count(*) AS n
@@ -171,6 +178,11 @@ export class EndpointStore {
   /** Records what only the shim knows; returns false when the interface is not part of the attachment. */
   commitInterface(attachmentId: number, ifName: string, mac: string, containerIfIndex: number): boolean {
     return this.#commitInterface.run(mac, containerIfIndex, attachmentId, ifName).changes === 1;
+  }
+
+  /** Every interface's static addresses (their stored text), with the pod that holds them. */
+  staticAddresses(): StaticAddressesRow[] {
+    return this.#staticAddresses.all().map((r) => parseRow(StaticAddressesRowSchema, r, 'interfaces'));
   }
 
   countInterfaces(): InterfaceCount[] {

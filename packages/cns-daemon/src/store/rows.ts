@@ -108,6 +108,10 @@ export const AssignmentRowSchema = z.extend(DeviceRowSchema, {
 });
 export type DeviceWithAssignment = z.infer<typeof AssignmentRowSchema>;
 
+/** An interface's static addresses (JSON text) and the pod of its attachment. */
+export const StaticAddressesRowSchema = z.object({ json: z.string(), pod_namespace: OptText, pod_name: OptText });
+export type StaticAddressesRow = z.infer<typeof StaticAddressesRowSchema>;
+
 /** Aggregates. */
 export const CountSchema = z.object({ n: z.number() });
 export const CursorSchema = z.nullable(z.string());

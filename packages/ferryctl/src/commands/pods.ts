@@ -30,9 +30,10 @@ export async function cmdPods(ctx: Context): Promise<number> {
   return ctx.print(`\n${table(HEADER, r.pods.map(rowOf))}`);
 }
 
-const HEADER = ['POD', 'UID', 'SOURCE', 'FERRY.DEV/NICS'];
+const HEADER = ['POD', 'UID', 'SOURCE', 'FERRY.DEV/NICS', 'LAST REFUSED ADD'];
 
 function rowOf(p: PodReport): string[] {
   const nics = p.problem ?? (p.nics ? JSON.stringify(p.nics) : '-');
-  return [`${p.namespace}/${p.name}`, p.uid, p.source, nics];
+  const refused = p.refused ? `${p.refused.at} ${p.refused.reason} (${p.refused.code}): ${p.refused.msg}` : '-';
+  return [`${p.namespace}/${p.name}`, p.uid, p.source, nics, refused];
 }

@@ -14,6 +14,18 @@ export const PodReportSchema = z.strictObject({
   nics: z.optional(z.array(PodNicSchema)),
   /** Why the annotation is refused (an ADD of this pod fails with code 116 and this message). */
   problem: z.optional(z.string()),
+  /**
+   * The last ADD of this pod whose delegated NICs ferryd refused (116: malformed, unknown or not allowed;
+   * 106: none free), until an ADD of it succeeds: what the kubelet shows in the pod's events.
+   */
+  refused: z.optional(
+    z.strictObject({
+      at: z.string(),
+      code: z.number(),
+      reason: z.enum(['malformed', 'unknown', 'not-allowed', 'unavailable']),
+      msg: z.string(),
+    }),
+  ),
 });
 export type PodReport = z.infer<typeof PodReportSchema>;
 

@@ -7,11 +7,10 @@
  * writer's. Other entries are kept exactly as they are, whatever they hold.
  */
 import * as z from 'zod/mini';
-import { AttachmentKeySchema, MacSchema } from '../api/common';
+import { AttachmentKeySchema, MacSchema, PciAddressSchema } from '../api/common';
 import { DnsSchema } from '../cni/dns';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { readJsonAs } from '../parse';
-import { PciAddressSchema } from './pod-nics';
 
 /** The annotation's key. */
 export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';

@@ -1,11 +1,12 @@
 /**
  * The pod annotation `ferry.dev/nics`: how a pod asks for its delegated NICs (DESIGN.md "Which pods get
  * which NICs"). A JSON list, one entry per NIC, each asking for a device by exactly one of `group`, `mac`
- * or `pciAddress`, with an optional in-pod name and optional static addressing (what Azure SwiftV2's
- * per-pod object carries). Whoever may create a pod may write it, so everything is bounded and strict:
+ * or `pciAddress`, with an optional in-pod name, optional static addressing (what Azure SwiftV2's
+ * per-pod object carries) and, for a secondary network's attachment, that network's name. Whoever may create a pod may write it, so everything is bounded and strict:
  * unknown keys, duplicates and the pod's primary interface name are refused, naming the entry and field.
  */
 import * as z from 'zod/mini';
+import { PciAddressSchema } from '../api/common';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { readJsonAs } from '../parse';
 
@@ -20,11 +21,6 @@ const MAX_ROUTES = 16;
 /** Names a pod's delegated NIC can never take: the loopback and the primary (InfraNIC) interface. */
 const RESERVED_IF_NAMES = new Set(['lo', 'eth0']);
 
-/** A PCI address as sysfs spells it (domain:bus:device.function, lower case): `0000:18:02.5`. */
-export const PciAddressSchema = z
-  .string()
-  .check(z.regex(/^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/, { message: 'not a PCI address like 0000:18:02.5' }));
-
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const familyOf = (address: string): 4 | 6 => (address.includes(':') ? 6 : 4);
 
@@ -34,6 +30,12 @@ const PodNicRouteSchema = z.strictObject({
 });
 
 const PodNicFields = z.strictObject({
+  /**
+   * The Ferry network whose attachment gets this NIC. Absent: the pod's attachment on its primary
+   * interface (CNI_IFNAME eth0, an InfraNIC network). A secondary network (`infraNIC: false`) takes the
+   * entry naming it whose ifName is its CNI_IFNAME (or its only entry, without ifName).
+   */
+  network: z.optional(NetworkNameSchema),
   /** A device group of ferryd's `delegatedDevices` (group names follow network names' rules). */
   group: z.optional(NetworkNameSchema),
   mac: z.optional(z.mac()),
