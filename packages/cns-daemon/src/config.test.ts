@@ -97,10 +97,26 @@ test.for([
     `${NET}\ncluster: { nodeName: a, routing: vxlan, vxlan: { device: "a-name-far-too-long" } }`,
     /cluster\.vxlan\.device/,
   ],
+  [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
+  [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
+  [
+    `${NET}\ntcp: { port: 9479, tokenFile: /t }\nmetrics: {}`,
+    /metrics\.port: 9479 is also tcp\.port \(the operator listener\)/,
+  ],
 ] as const)('refuses %j naming the problem', ([text, msg], t) => {
   const file = join(tempDir(t), 'ferryd.yaml');
   writeFileSync(file, text);
   expect(() => loadConfig(file, {}, {})).toThrow(msg);
+});
+
+test('the scrape listener: off unless configured; every IPv4 address, port 9479 by default', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, NET);
+  expect(loadConfig(file, {}, {}).config.metrics).toBeUndefined();
+  writeFileSync(file, `${NET}\nmetrics: {}`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '0.0.0.0', port: 9479 });
+  writeFileSync(file, `${NET}\ntcp: { port: 0, tokenFile: /t }\nmetrics: { host: "::", port: 0 }`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '::', port: 0 });
 });
 
 test('an unknown flag is an error naming it', () => {

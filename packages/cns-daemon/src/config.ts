@@ -201,7 +201,15 @@ function crossCheck(config: FerrydConfig): string | undefined {
       }
     }
   }
-  return config.cluster ? clusterProblem(config.cluster, subnets) : undefined;
+  return listenerProblem(config) ?? (config.cluster ? clusterProblem(config.cluster, subnets) : undefined);
+}
+
+/** Two listeners on one port: the second could not bind, and ferryd would fail after its start-up work. */
+function listenerProblem({ tcp, metrics }: FerrydConfig): string | undefined {
+  if (tcp && metrics && metrics.port !== 0 && metrics.port === tcp.port) {
+    return `metrics.port: ${metrics.port} is also tcp.port (the operator listener)`;
+  }
+  return undefined;
 }
 
 /**
