@@ -18,6 +18,14 @@ import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { expect, test } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import {
+  DEBIAN_PACKAGES,
+  DEBIAN_SUITE,
+  ENTRYPOINT,
+  FERRY_PREFIX,
+  NODE_MAJOR,
+  NODE_PATH,
+} from '../../scripts/image-contents.mjs';
 import { DIST_BIN, ROOT } from '../fixtures/paths';
 import { grantedVerbs } from '../fixtures/rbac';
 
@@ -243,4 +251,32 @@ test('Prometheus finds the scrape listener: annotations, the metrics port, the c
   const generated = kustomization.configMapGenerator[0];
   expect(generated?.options.labels).toEqual({ grafana_dashboard: '1' });
   for (const f of generated?.files ?? []) expect(existsSync(join(monitoring, f)), f).toBe(true);
+});
+
+test('deploy/Dockerfile describes the image scripts/build-image.mjs builds', () => {
+  const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'))
+    .map((l) => l.replace(/\s+/g, ' ').trim());
+  expect(instructions.filter((l) => l.startsWith('FROM '))).toEqual([
+    `FROM node:${NODE_MAJOR}-${DEBIAN_SUITE}-slim AS node`,
+    `FROM debian:${DEBIAN_SUITE}-slim`,
+  ]);
+  const install = instructions
+    .find((l) => l.startsWith('RUN '))
+    ?.match(/apt-get install -y --no-install-recommends ([^&]+)/);
+  expect(install?.[1]?.trim().split(' ').sort()).toEqual([...DEBIAN_PACKAGES].sort());
+  expect(instructions).toContain(`COPY --from=node /usr/local/bin/node ${NODE_PATH}`);
+  expect(instructions).toContain(`COPY dist/ ${FERRY_PREFIX}/`);
+  expect(instructions.at(-1)).toBe(`ENTRYPOINT ${JSON.stringify(ENTRYPOINT)}`);
+  // The tag it is built as is the one the DaemonSet runs.
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const images = new Set(
+    [...(ds.spec?.template.spec?.initContainers ?? []), ...(ds.spec?.template.spec?.containers ?? [])].map(
+      (c) => c.image,
+    ),
+  );
+  expect([...images]).toEqual([dockerfile.match(/docker build .* -t (\S+) \./)?.[1]]);
 });
