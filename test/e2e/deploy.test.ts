@@ -3,11 +3,12 @@
  * together (mounts name volumes, probes and the install step call commands ferryctl has), and carry a
  * conflist and a ferryd config template that Ferry's own schemas accept. No cluster runs here.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { execa } from 'execa';
 import { DaemonSet, type IDaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
@@ -17,6 +18,14 @@ import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { expect, test } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import {
+  DEBIAN_PACKAGES,
+  DEBIAN_SUITE,
+  ENTRYPOINT,
+  FERRY_PREFIX,
+  NODE_MAJOR,
+  NODE_PATH,
+} from '../../scripts/image-contents.mjs';
 import { DIST_BIN, ROOT } from '../fixtures/paths';
 import { grantedVerbs } from '../fixtures/rbac';
 
@@ -196,4 +205,78 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and 
   const r = await execa(`${DIST_BIN}/ferryd`, args, { reject: false, env, extendEnv: false });
   expect(r.exitCode, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/vxlan/);
+  expect(r.stdout).toContain('metrics on 0.0.0.0:9479');
+});
+
+test('Prometheus finds the scrape listener: annotations, the metrics port, the config and the PodMonitor agree', () => {
+  const all = manifests();
+  const ds = all.find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const template = ds.spec?.template;
+  const ferryd = template?.spec?.containers.find((c) => c.name === 'ferryd');
+  const port = ferryd?.ports?.find((p) => p.name === 'metrics');
+  expect(port?.protocol).toBe('TCP');
+  expect(template?.metadata?.annotations).toEqual({
+    'prometheus.io/scrape': 'true',
+    'prometheus.io/port': String(port?.containerPort),
+    'prometheus.io/path': '/metrics',
+  });
+  // ferryd listens where the port says, on every address of the node (hostNetwork: the node's port).
+  const cm = all.find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
+  const config = FerrydConfigSchema.parse(
+    parseYaml((cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24')),
+  );
+  expect(config.metrics).toEqual({ host: '0.0.0.0', port: port?.containerPort });
+
+  const monitoring = join(DEPLOY, 'monitoring');
+  const kustomization = parseYaml(readFileSync(join(monitoring, 'kustomization.yaml'), 'utf8')) as {
+    resources: string[];
+    configMapGenerator: { files: string[]; options: { labels: Record<string, string> } }[];
+  };
+  expect(kustomization.resources).toEqual(['podmonitor.yaml']);
+  const podMonitor = parseYaml(readFileSync(join(monitoring, 'podmonitor.yaml'), 'utf8'));
+  expect(() => new PodMonitor(podMonitor).validate()).not.toThrow();
+  const pm = new PodMonitor(podMonitor);
+  expect(pm.metadata?.namespace).toBe(ds.metadata?.namespace);
+  // The selector picks the DaemonSet's pods, and the endpoint is the container's named port.
+  for (const [k, v] of Object.entries(pm.spec.selector.matchLabels ?? {}))
+    expect(template?.metadata?.labels?.[k], k).toBe(v);
+  expect(pm.spec.podMetricsEndpoints).toEqual([
+    expect.objectContaining({
+      port: port?.name,
+      path: '/metrics',
+      // The dashboard's node variable.
+      relabelings: [{ sourceLabels: ['__meta_kubernetes_pod_node_name'], targetLabel: 'node' }],
+    }),
+  ]);
+  const generated = kustomization.configMapGenerator[0];
+  expect(generated?.options.labels).toEqual({ grafana_dashboard: '1' });
+  for (const f of generated?.files ?? []) expect(existsSync(join(monitoring, f)), f).toBe(true);
+});
+
+test('deploy/Dockerfile describes the image scripts/build-image.mjs builds', () => {
+  const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'))
+    .map((l) => l.replace(/\s+/g, ' ').trim());
+  expect(instructions.filter((l) => l.startsWith('FROM '))).toEqual([
+    `FROM node:${NODE_MAJOR}-${DEBIAN_SUITE}-slim AS node`,
+    `FROM debian:${DEBIAN_SUITE}-slim`,
+  ]);
+  const install = instructions
+    .find((l) => l.startsWith('RUN '))
+    ?.match(/apt-get install -y --no-install-recommends ([^&]+)/);
+  expect(install?.[1]?.trim().split(' ').sort()).toEqual([...DEBIAN_PACKAGES].sort());
+  expect(instructions).toContain(`COPY --from=node /usr/local/bin/node ${NODE_PATH}`);
+  expect(instructions).toContain(`COPY dist/ ${FERRY_PREFIX}/`);
+  expect(instructions.at(-1)).toBe(`ENTRYPOINT ${JSON.stringify(ENTRYPOINT)}`);
+  // The tag it is built as is the one the DaemonSet runs.
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const images = new Set(
+    [...(ds.spec?.template.spec?.initContainers ?? []), ...(ds.spec?.template.spec?.containers ?? [])].map(
+      (c) => c.image,
+    ),
+  );
+  expect([...images]).toEqual([dockerfile.match(/docker build .* -t (\S+) \./)?.[1]]);
 });

@@ -338,6 +338,30 @@ test('the TCP surface has no shim routes and checks bearer tokens', async (t) =>
   expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
 });
 
+test('the scrape surface serves /metrics and the probes, and nothing of the shim or the operator', async (t) => {
+  const h = await useApp(t, {}, { surface: 'metrics' });
+  const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
+  expect(metrics.statusCode).toBe(200);
+  expect(metrics.headers['content-type']).toContain('text/plain');
+  expect(metrics.body).toContain('ferry_ready 1');
+  expect((await h.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ ok: true });
+  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  for (const [method, url] of [
+    ['POST', '/v1/allocations'],
+    ['GET', '/v1/endpoints/c1'],
+    ['DELETE', '/v1/endpoints/c1'],
+    ['POST', '/v1/gc'],
+    ['GET', '/v1/status'],
+    ['GET', '/v1/operator/pools'],
+    ['GET', '/v1/operator/endpoints'],
+    ['GET', '/openapi.json'],
+  ] as const) {
+    const r = await h.app.inject({ method, url, ...(method === 'POST' ? { payload: attach('c1') } : {}) });
+    expect(r.statusCode, `${method} ${url}`).toBe(404);
+    expect(r.json().code, `${method} ${url}`).toBe(Code.NotFound);
+  }
+});
+
 test('operator GC lists endpoints whose netns is gone, or not kept, and releases them only with apply', async (t) => {
   const h = await useApp(t);
   await allocate(h, 'alive');

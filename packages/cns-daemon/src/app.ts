@@ -1,7 +1,7 @@
 /**
  * buildApp(deps) assembles ferryd's HTTP API and never listens (main.ts does), so tests drive it with
  * inject(). The shim routes and the operator routes are sibling plugins: the operator plugin's
- * bearer-token hook (TCP surface only) cannot reach the shim routes.
+ * bearer-token hook (TCP surface only) cannot reach the shim routes. The scrape surface has neither.
  */
 import swagger from '@fastify/swagger';
 import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
@@ -58,8 +58,11 @@ export interface AppDeps {
 }
 
 export interface AppOptions {
-  /** `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens. */
-  surface: 'unix' | 'tcp';
+  /**
+   * `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens;
+   * `metrics` serves /metrics and the probes only (the scrape listener, open to the network).
+   */
+  surface: 'unix' | 'tcp' | 'metrics';
   tokens?: { read: string; admin?: string };
   /** Encode every answer through its route's schema and fail on drift (tests; see serializer.ts). */
   checkResponses?: boolean;
@@ -119,13 +122,16 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     done();
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'ferryd API', version: API_VERSION_TEXT, description: 'The node state daemon of the Ferry CNI' },
-    },
-    transform: jsonSchemaTransform,
-  });
+  if (opts.surface !== 'metrics') {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'ferryd API', version: API_VERSION_TEXT, description: 'The node state daemon of the Ferry CNI' },
+      },
+      transform: jsonSchemaTransform,
+    });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  }
 
   await app.register(healthRoutes, {
     lifecycle: deps.lifecycle,
@@ -133,6 +139,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     metrics: deps.metrics,
     ping: deps.ping,
   });
+  if (opts.surface === 'metrics') return app;
   if (opts.surface === 'unix') {
     await app.register(allocationRoutes, {
       attachments: deps.attachments,

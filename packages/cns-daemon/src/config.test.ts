@@ -136,6 +136,12 @@ test.for([
     `${NET}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [192.0.2.1/24] }] }`,
     /staticAddresses\[0\]\.ranges\[0\]: "192.0.2.1\/24" has host bits set/,
   ],
+  [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
+  [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
+  [
+    `${NET}\ntcp: { port: 9479, tokenFile: /t }\nmetrics: {}`,
+    /metrics\.port: 9479 is also tcp\.port \(the operator listener\)/,
+  ],
 ] as const)('refuses %j naming the problem', ([text, msg], t) => {
   const file = join(tempDir(t), 'ferryd.yaml');
   writeFileSync(file, text);
@@ -156,6 +162,16 @@ test('a secondary network may have no pool; its defaults: no default route, no M
   ]);
   expect(config.tenancy).toEqual({ deviceGroups: [], staticAddresses: [] });
   expect(config.sysfsRoot).toBe('/sys');
+});
+
+test('the scrape listener: off unless configured; every IPv4 address, port 9479 by default', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, NET);
+  expect(loadConfig(file, {}, {}).config.metrics).toBeUndefined();
+  writeFileSync(file, `${NET}\nmetrics: {}`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '0.0.0.0', port: 9479 });
+  writeFileSync(file, `${NET}\ntcp: { port: 0, tokenFile: /t }\nmetrics: { host: "::", port: 0 }`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '::', port: 0 });
 });
 
 test('an unknown flag is an error naming it', () => {

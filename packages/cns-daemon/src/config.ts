@@ -211,7 +211,11 @@ function crossCheck(config: FerrydConfig): string | undefined {
       }
     }
   }
-  return tenancyProblem(config, subnets) ?? (config.cluster ? clusterProblem(config.cluster, subnets) : undefined);
+  return (
+    tenancyProblem(config, subnets) ??
+    listenerProblem(config) ??
+    (config.cluster ? clusterProblem(config.cluster, subnets) : undefined)
+  );
 }
 
 /**
@@ -260,6 +264,14 @@ function tenancyProblem(config: FerrydConfig, subnets: { where: string; cidr: Ci
       if (clash) return `${where}: "${text}" overlaps ${clash.where}`;
       ranges.push({ where, cidr });
     }
+  }
+  return undefined;
+}
+
+/** Two listeners on one port: the second could not bind, and ferryd would fail after its start-up work. */
+function listenerProblem({ tcp, metrics }: FerrydConfig): string | undefined {
+  if (tcp && metrics && metrics.port !== 0 && metrics.port === tcp.port) {
+    return `metrics.port: ${metrics.port} is also tcp.port (the operator listener)`;
   }
   return undefined;
 }

@@ -1,10 +1,10 @@
 /**
  * Runs ferryd: open the store, build the services, reconcile, listen on the unix socket (and the
- * optional TCP listener), then report ready. main.ts adds config, signals and exit codes.
+ * optional TCP and scrape listeners), then report ready. main.ts adds config, signals and exit codes.
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { buildApp, type FerrydApp } from './app';
+import { type AppOptions, buildApp, type FerrydApp } from './app';
 import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
 import type { Lifecycle } from './lifecycle';
@@ -27,6 +27,8 @@ export interface Daemon {
   lifecycle: Lifecycle;
   unixApp: FerrydApp;
   tcpApp?: FerrydApp;
+  /** The scrape listener (`metrics` in the config). */
+  metricsApp?: FerrydApp;
   /** Refuses ADD from now on, finishes in-flight requests, closes listeners and the database. */
   stop(): Promise<void>;
 }
@@ -69,17 +71,16 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     await unixApp.listen({ path: config.socket });
     restrictSocket(config.socket);
 
-    let tcpApp: FerrydApp | undefined;
-    if (config.tcp) {
-      const tokens = {
-        read: readToken(config.tcp.tokenFile),
-        ...(config.tcp.adminTokenFile ? { admin: readToken(config.tcp.adminTokenFile) } : {}),
-      };
-      const app = await buildApp(deps, { surface: 'tcp', tokens });
+    // Each TCP surface: built, closed first on stop, listening.
+    const listenTcp = async (opts: AppOptions, at: { host: string; port: number }) => {
+      const app = await buildApp(deps, opts);
       cleanups.unshift(() => app.close());
-      await app.listen({ host: config.tcp.host, port: config.tcp.port });
-      tcpApp = app;
-    }
+      await app.listen(at);
+      return app;
+    };
+    const { tcp, metrics } = config;
+    const tcpApp = tcp ? await listenTcp({ surface: 'tcp', tokens: tokensOf(tcp) }, tcp) : undefined;
+    const metricsApp = metrics ? await listenTcp({ surface: 'metrics' }, metrics) : undefined;
 
     deps.lifecycle.markReady();
     drainer.unlock();
@@ -93,7 +94,12 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       part.start();
     }
     log.info(
-      { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },
+      {
+        socket: config.socket,
+        database: config.database,
+        networks: config.networks.map((n) => n.name),
+        ...(metricsApp ? { metrics: metricsApp.addresses() } : {}),
+      },
       'ferryd ready',
     );
 
@@ -102,6 +108,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       lifecycle: deps.lifecycle,
       unixApp,
       ...(tcpApp ? { tcpApp } : {}),
+      ...(metricsApp ? { metricsApp } : {}),
       stop() {
         stopping ??= (async () => {
           deps.lifecycle.markDraining();
@@ -114,6 +121,10 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     await undo();
     throw err;
   }
+}
+
+function tokensOf(tcp: NonNullable<FerrydConfig['tcp']>): NonNullable<AppOptions['tokens']> {
+  return { read: readToken(tcp.tokenFile), ...(tcp.adminTokenFile ? { admin: readToken(tcp.adminTokenFile) } : {}) };
 }
 
 function readToken(path: string): string {

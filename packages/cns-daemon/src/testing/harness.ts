@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { TestContext } from 'vitest';
-import { buildApp, type FerrydApp } from '../app';
+import { type AppOptions, buildApp, type FerrydApp } from '../app';
 import { type FerrydConfig, validateConfig } from '../config';
 import { buildServices, type ServiceOptions, type Services } from '../services';
 import { type Db, openDatabase } from '../store/db';
@@ -46,7 +46,7 @@ export async function useApp(
   overrides: Record<string, unknown> = {},
   opts: {
     ready?: boolean;
-    surface?: 'unix' | 'tcp';
+    surface?: AppOptions['surface'];
     tokens?: { read: string; admin?: string };
     /** Modules daemon.ts loads only when configured (the Kubernetes ones). */
     services?: Pick<ServiceOptions, 'kubeSource' | 'podServices'>;

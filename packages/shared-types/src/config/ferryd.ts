@@ -120,6 +120,24 @@ export const TcpListenerConfigSchema = z.strictObject({
   ),
 });
 
+/** The port deploy/ scrapes (the ferryd container's `metrics` port and its `prometheus.io/port`). */
+export const DEFAULT_METRICS_PORT = 9479;
+
+/**
+ * The scrape listener: `/metrics` and the probes (`/healthz`, `/readyz`) over plain HTTP, nothing else,
+ * so a node port Prometheus reaches opens neither the shim's routes nor the operator API.
+ */
+export const MetricsListenerConfigSchema = z.strictObject({
+  host: doc(
+    z._default(z.string().check(z.minLength(1)), '0.0.0.0'),
+    'Address the scrape listener binds to: every IPv4 address of the node by default (`::` for IPv6 and IPv4).',
+  ),
+  port: doc(
+    z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), DEFAULT_METRICS_PORT),
+    "Port of the scrape listener (deploy/'s `metrics` container port and `prometheus.io/port`).",
+  ),
+});
+
 /** Another node, as the static list in `cluster.peers` gives it (the Kubernetes source gives the same). */
 export const PeerConfigSchema = z.strictObject({
   name: doc(z.string().check(z.minLength(1), z.maxLength(253)), "The node's name (its Kubernetes Node name)."),
@@ -265,6 +283,10 @@ export const FerrydConfigSchema = z.strictObject({
   tcp: doc(
     z.optional(TcpListenerConfigSchema),
     'Optional TCP listener for operators (off by default), behind bearer tokens.',
+  ),
+  metrics: doc(
+    z.optional(MetricsListenerConfigSchema),
+    'Optional listener for Prometheus (off by default): `/metrics`, `/healthz` and `/readyz` only, without auth; the unix socket serves `/metrics` either way.',
   ),
   reconcile: doc(
     z._default(
