@@ -42,7 +42,7 @@ export interface NewInterface {
   staticAddressesJson?: string;
 }
 
-export class EndpointStore {
+export class AttachmentStore {
   readonly #insertAttachment;
   readonly #getAttachment;
   readonly #attachmentsOfContainer;
