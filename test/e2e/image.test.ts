@@ -180,6 +180,14 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
       undefined,
     15_000,
   );
+  // The README's look at a node (kubectl exec ds/ferryd -- ferryctl endpoints): the image's ferryctl on
+  // the pod's socket.
+  const listed = await pod.exec('ferryd', '/opt/ferry/bin/ferryctl', '--json', 'endpoints');
+  expect(listed.exitCode, listed.output).toBe(0);
+  const eps = JSON.parse(listed.output) as { endpoints: { containerId: string; interfaces: { pod: object }[] }[] };
+  expect(eps.endpoints.map((e) => [e.containerId, e.interfaces.map((i) => i.pod)])).toEqual([
+    [containerId, [{ namespace: POD.namespace, name: POD.name, infraContainerId: containerId }]],
+  ]);
   // Debian's portmap cannot pass CHECK (chained.test.ts says why); ferry-cni's CHECK runs.
   const check = await conflistCheck(node, conflist, call, add.json, { skip: ['portmap'] });
   expect(check.exitCode, `${check.failed}: ${JSON.stringify(check.json)}`).toBe(0);
