@@ -335,11 +335,13 @@ export class Attachments {
   ): void {
     const { attachmentStore, devices, ipam } = this.#deps;
     const taken = new Set([...(position > 0 ? [req.ifName] : []), ...others.map((i) => i.if_name)]);
+    // A name a device asks for is its own: the unnamed ones take the next netN that nobody asked for.
+    const asked = new Set(wanted.flatMap((w) => (w.ifName ? [w.ifName] : [])));
     let n = 1;
     for (const [k, w] of wanted.entries()) {
       let ifName = w.ifName;
       if (!ifName) {
-        while (taken.has(`net${n}`)) n++;
+        while (taken.has(`net${n}`) || asked.has(`net${n}`)) n++;
         ifName = `net${n}`;
       }
       if (taken.has(ifName)) {
