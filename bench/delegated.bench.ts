@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import { addDevice, deviceFree } from './lib/device';
-import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
+import { type BenchNode, BIN, benchNode, dropPods, ferryConf, makePods, REF, runInsideNode } from './lib/node';
 import { cniEnv, exec, type Op } from './lib/proc';
 import { fmt, median, printTable } from './lib/stats';
 
@@ -35,20 +35,11 @@ async function inside(node: BenchNode): Promise<void> {
   await deviceFree(node, DEVICE.mac);
   const pods = makePods(node, RUNS, 'd');
   try {
-    const ferryConf = (delegated: boolean) =>
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'ferry',
-        type: 'ferry-cni',
-        daemonSocket: node.socket,
-        logFile: join(node.dir, 'cni.log'),
-        ...(delegated ? { delegatedNICs: { group: 'bench', count: 1 } } : {}),
-      });
     const ferry = (delegated: boolean) => (cmd: 'ADD' | 'DEL', pod: string, i: number) =>
       exec(
         [join(BIN, 'ferry-cni')],
         cniEnv(cmd, pod, `dl${delegated ? 1 : 0}x${i}`, 'eth0', BIN),
-        ferryConf(delegated),
+        ferryConf(node, delegated ? { delegatedNICs: { group: 'bench', count: 1 } } : {}),
       );
     const hostDevice = (cmd: 'ADD' | 'DEL', pod: string, i: number) =>
       exec(

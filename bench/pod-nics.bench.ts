@@ -12,13 +12,14 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { addDevice, deviceFree } from './lib/device';
-import { type BenchNode, BIN, benchNode, dropPods, makePods, runInsideNode } from './lib/node';
+import { type BenchNode, BIN, benchNode, dropPods, ferryConf, makePods, runInsideNode } from './lib/node';
 import { cniEnv, exec } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
 // Before the fixtures load: their names go by this prefix.
 process.env.FERRY_TEST_PREFIX = 'ferry-b-pods-';
 const { kubeconfigFor, podObject, useKubeApi } = await import('../test/fixtures/kube-api');
+const { podCniArgs } = await import('../test/fixtures/network-status');
 const { manualScope } = await import('../test/fixtures/scope');
 
 const RUNS = Number(process.env.RUNS ?? 40);
@@ -67,17 +68,9 @@ async function inside(node: BenchNode): Promise<void> {
 
     const run = async (cmd: 'ADD' | 'DEL', m: number, r: number, i: number) => {
       const name = podName(m, r, i);
-      const args = `IgnoreUnknown=1;K8S_POD_NAMESPACE=${NAMESPACE};K8S_POD_NAME=${name};K8S_POD_UID=${uid.get(name)}`;
-      const conf = JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'ferry',
-        type: 'ferry-cni',
-        daemonSocket: node.socket,
-        deleteQueue: node.deleteQueue,
-        logFile: join(node.dir, 'cni.log'),
-        ...MODES[m]?.conf,
-      });
-      const op = await exec([join(BIN, 'ferry-cni')], cniEnv(cmd, pods[i] ?? '', `pn${name}`, 'eth0', BIN, args), conf);
+      const args = podCniArgs(NAMESPACE, name, uid.get(name) ?? '');
+      const env = cniEnv(cmd, pods[i] ?? '', `pn${name}`, 'eth0', BIN, args);
+      const op = await exec([join(BIN, 'ferry-cni')], env, ferryConf(node, MODES[m]?.conf));
       if (op.exitCode !== 0) throw new Error(`${cmd} ${name}: ${op.stdout}`);
       return op.wallMs;
     };
