@@ -1,10 +1,11 @@
 /// <reference types="bun-types" />
 /**
  * A pod's delegated NIC asked for by its `ferry.dev/nics` annotation against the same NIC asked for by the
- * conflist's `delegatedNICs`, same run, same ferryd, same device, alternating ADD/DEL pair by pair; an
- * InfraNIC-only pod is the third mode. ferryd watches the node's pods in the stand-in API server
- * (test/fixtures/kube-api-server.mjs) and every pod is there, as on a cluster (each ADD's pod is looked
- * up in ferryd's cache), so the modes differ only in where the intent comes from and what is built.
+ * conflist's `delegatedNICs`, same run, same ferryd, same device, alternating ADD/DEL pair by pair (the
+ * order rotating); an InfraNIC-only pod is the third mode. ferryd watches the node's pods in the stand-in
+ * API server (test/fixtures/kube-api-server.mjs) and every pod is there, as on a cluster (each ADD's pod
+ * is looked up in ferryd's cache), so the modes differ only in where the intent comes from and what is
+ * built.
  * Prints p50 and p90 of each, and the spread of the per-round p50s; asserts nothing about time.
  *
  *   sudo pnpm --filter @ferry/bench bench:pod-nics     (RUNS=40 pairs per mode and round, ROUNDS=3)
@@ -83,7 +84,9 @@ async function inside(node: BenchNode): Promise<void> {
         del[m]?.push([]);
       }
       for (let i = 0; i < RUNS; i++) {
-        for (const [m] of MODES.entries()) {
+        // The order rotates pair by pair: no mode always follows the same one (the device just home, or not).
+        for (let k = 0; k < MODES.length; k++) {
+          const m = (i + k) % MODES.length;
           const a = await run('ADD', m, r, i);
           const d = await run('DEL', m, r, i);
           if (r === 0) continue;
