@@ -15,7 +15,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { Attachments } from './endpoints/attachments';
+import type { Attachments } from './attachments/attachments';
 import { httpStatusOf } from './errors';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';

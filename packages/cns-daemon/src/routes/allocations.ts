@@ -1,7 +1,7 @@
 import { type AllocateRequest, AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
 import type { PodServices } from '../pods/build';
@@ -12,7 +12,7 @@ import { errors } from './errors';
 
 /**
  * POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. With pods
- * watched, the pod's `ferry.dev/nics` decides its delegated NICs (endpoints/nic-choice.ts).
+ * watched, the pod's `ferry.dev/nics` decides its delegated NICs (attachments/nic-choice.ts).
  */
 export const allocationRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;

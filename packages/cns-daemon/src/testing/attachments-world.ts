@@ -11,15 +11,15 @@ import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import { CniError } from '@ferry/shared-types/errors';
 import pino from 'pino';
 import type { TestContext } from 'vitest';
+import { Attachments } from '../attachments/attachments';
+import { JournalDir } from '../attachments/commit-journal';
+import { Tenancy } from '../attachments/tenancy';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
-import { Attachments } from '../endpoints/attachments';
-import { JournalDir } from '../endpoints/commit-journal';
-import { Tenancy } from '../endpoints/tenancy';
 import { Ipam } from '../ipam/ipam';
+import { AttachmentStore } from '../store/attachments';
 import { type Db, openDatabase } from '../store/db';
 import { DeviceStore } from '../store/devices';
-import { EndpointStore } from '../store/endpoints';
 import { PoolStore } from '../store/pools';
 import { tempDir, testConfig } from './harness';
 
@@ -66,7 +66,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
     inventory: new Inventory({ db, devices, ip, config: [], log, now, pci }),
     attachments: new Attachments({
       db,
-      endpoints: new EndpointStore(db),
+      attachmentStore: new AttachmentStore(db),
       devices,
       ipam: new Ipam(new PoolStore(db), config),
       tenancy: new Tenancy(
