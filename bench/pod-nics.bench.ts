@@ -89,6 +89,9 @@ async function inside(node: BenchNode): Promise<void> {
           const m = (i + k) % MODES.length;
           const a = await run('ADD', m, r, i);
           const d = await run('DEL', m, r, i);
+          // Untimed: a device-inventory scan while the device was in the pod marks it absent until the next
+          // scan, which release only schedules (a loaded machine's next ADD can come first: 106, 0 free).
+          await deviceFree(node, DEVICE.mac);
           if (r === 0) continue;
           add[m]?.[r]?.push(a);
           del[m]?.[r]?.push(d);
