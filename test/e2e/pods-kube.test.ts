@@ -286,11 +286,14 @@ test("network-status: ADD writes Ferry's entry next to another writer's, a confl
   // The writer's retries may land before the watch lists again (its own back-off): then web-4 arrives.
   await untilCached(ferryd, ['a/web-1', 'a/web-2', 'a/web-3', 'a/web-4'], 'API server back (list)');
 
+  // The cache lists again once the API server is back: the gauge follows that list, not the writes.
+  await waitFor('the cache listing all four pods again', async () =>
+    /^ferry_pods_watched 4$/m.test((await ferryd.request('GET', '/metrics')).body),
+  );
   const metrics = (await ferryd.request('GET', '/metrics')).body;
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="conflict"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="failed"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_pending 0$/m);
-  expect(metrics).toMatch(/^ferry_pods_watched 4$/m);
 });
 
 test('networkStatus off (Multus writes the annotation): ferryd still watches its pods, and never patches one', async (t) => {
