@@ -10,22 +10,11 @@
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { type BenchNode, BIN, benchNode, dropPods, makePods, REF, runInsideNode } from './lib/node';
-import { exec, type Op } from './lib/proc';
+import { type BenchNode, BIN, benchNode, dropPods, ferryConf, makePods, REF, runInsideNode } from './lib/node';
+import { cniEnv, exec, type Op } from './lib/proc';
 import { fmt, median, percentile, printTable } from './lib/stats';
 
 const RUNS = Number(process.env.RUNS ?? 40);
-
-function env(command: string, netns: string, id: string, cniPath: string) {
-  return {
-    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
-    CNI_COMMAND: command,
-    CNI_CONTAINERID: id,
-    CNI_NETNS: netns,
-    CNI_IFNAME: 'eth0',
-    CNI_PATH: cniPath,
-  };
-}
 
 function must(o: Op, what: string): Op {
   if (o.exitCode !== 0) throw new Error(`${what} failed: ${o.stdout}`);
@@ -33,14 +22,6 @@ function must(o: Op, what: string): Op {
 }
 
 async function inside(node: BenchNode): Promise<void> {
-  const ferryConf = JSON.stringify({
-    cniVersion: '1.0.0',
-    name: 'ferry',
-    type: 'ferry-cni',
-    daemonSocket: node.socket,
-    deleteQueue: node.deleteQueue,
-    logFile: join(node.dir, 'cni.log'),
-  });
   const hostLocal = join(node.dir, 'host-local');
   mkdirSync(hostLocal, { recursive: true });
   const ptpConf = JSON.stringify({
@@ -50,9 +31,9 @@ async function inside(node: BenchNode): Promise<void> {
     ipam: { type: 'host-local', subnet: '10.246.0.0/16', dataDir: hostLocal },
   });
   const ferry = (command: string, pod: string, i: number) =>
-    exec([join(BIN, 'ferry-cni')], env(command, pod, `down${i}`, BIN), ferryConf);
+    exec([join(BIN, 'ferry-cni')], cniEnv(command, pod, `down${i}`, 'eth0', BIN), ferryConf(node));
   const ptp = (command: string, pod: string, i: number) =>
-    exec([join(REF, 'ptp')], env(command, pod, `ptp${i}`, REF), ptpConf);
+    exec([join(REF, 'ptp')], cniEnv(command, pod, `ptp${i}`, 'eth0', REF), ptpConf);
 
   const n = 2 * RUNS;
   const ferryPods = makePods(node, n, 'f');

@@ -108,6 +108,23 @@ async function startFerryd(
   return { dir, socket, deleteQueue, ferrydPid: ferryd.pid };
 }
 
+/**
+ * ferry-cni's network config for `ferryd` (stdin of a run), with `extra` keys: its socket, its delete queue
+ * (next to which the shim writes its commit journal, as a node's conflist and ferryd's config agree) and a
+ * log file in its dir.
+ */
+export function ferryConf(ferryd: BenchFerryd, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'ferry',
+    type: 'ferry-cni',
+    daemonSocket: ferryd.socket,
+    deleteQueue: ferryd.deleteQueue,
+    logFile: join(ferryd.dir, 'cni.log'),
+    ...extra,
+  });
+}
+
 /** In the inner process: where the node's pieces are, or undefined when not yet inside. */
 export function benchNode(): BenchNode | undefined {
   const raw = process.env.FERRY_BENCH_NODE;

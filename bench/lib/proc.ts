@@ -37,6 +37,26 @@ export async function peakRssKiB(argv: string[], env: Record<string, string>, st
   return Number(err.trim().split('\n').at(-1));
 }
 
+/** A plugin run's environment as a runtime sets it; `cniArgs` is CNI_ARGS (the kubelet's K8S_POD_*). */
+export function cniEnv(
+  command: string,
+  netns: string,
+  id: string,
+  ifName: string,
+  cniPath: string,
+  cniArgs?: string,
+): Record<string, string> {
+  return {
+    PATH: '/usr/sbin:/usr/bin:/sbin:/bin',
+    CNI_COMMAND: command,
+    CNI_CONTAINERID: id,
+    CNI_NETNS: netns,
+    CNI_IFNAME: ifName,
+    CNI_PATH: cniPath,
+    ...(cniArgs ? { CNI_ARGS: cniArgs } : {}),
+  };
+}
+
 export function sh(argv: string[]): string {
   const p = Bun.spawnSync({ cmd: argv, stdout: 'pipe', stderr: 'pipe' });
   if (p.exitCode !== 0) throw new Error(`${argv.join(' ')}: ${p.stderr.toString()}`);

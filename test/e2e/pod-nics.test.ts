@@ -6,7 +6,7 @@
  * team-b the backend group and 198.51.100.16/28. Whatever a pod may not or cannot have is refused before
  * anything is built, naming the pod, the annotation and the problem.
  */
-import { Code } from '@ferry/shared-types/errors';
+import { Code, POD_LOOKUP_FAILED } from '@ferry/shared-types/errors';
 import { POD_NICS_ANNOTATION } from '@ferry/shared-types/kube/pod-nics';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
@@ -162,6 +162,31 @@ test('two pods on one node: only the one whose annotation asks gets the device, 
   expect((await link(n.node, VF1.name))?.address).toBe(VF1.mac);
   await untilNetworkStatus(n.api, web1, (s) => s === undefined, 'pod-nics: DEL');
   await untilAllFree(n.ferryd);
+});
+
+test("the pod's intent wins over the conflist's delegatedNICs: by MAC it gets that device, by PCI address that VF alone, `[]` none; a pod without the annotation gets the conflist's", async (t) => {
+  const n = await useTenantNode(t);
+  const conflist = { delegatedNICs: { group: 'frontend', count: 1 } };
+  const cases = [
+    { name: 'by-mac', nics: [{ mac: FE2.mac.toUpperCase() }], links: ['eth0', 'lo', 'net1'], device: FE2 },
+    { name: 'by-pci', nics: [{ pciAddress: VF1.pciAddress }], links: ['eth0', 'lo', 'net1'], device: VF1 },
+    { name: 'none', nics: [], links: ['eth0', 'lo'] },
+    // The conflist's frontend device: FE2 is by-mac's, so FE1.
+    { name: 'plain', links: ['eth0', 'lo', 'net1'], device: FE1 },
+  ];
+  for (const c of cases) {
+    const pod = await putPod(n.api, 'team-a', c.name, c.nics ? nicsOf(c.nics) : {});
+    const r = await addPod(t, n, pod, conflist);
+    expect(r.add.exitCode, `${c.name}: ${r.add.stdout}`).toBe(0);
+    expect(await linkNames(r.call.netns), c.name).toEqual(c.links);
+    if (c.device) expect((await link(r.call.netns, 'net1'))?.address, c.name).toBe(c.device.mac);
+  }
+  expect(
+    (await devices(n.ferryd))
+      .filter((d) => d.state !== 'free')
+      .map((d) => d.mac)
+      .sort(),
+  ).toEqual([FE1.mac, FE2.mac, VF1.mac].sort());
 });
 
 test('a pod asking for a group with no free device gets 106 naming the pod and the annotation, and leaves nothing; ferryctl and the metric show it; once a device is free its retry succeeds', async (t) => {
@@ -322,14 +347,26 @@ describe('hostile annotations', () => {
   });
 });
 
-test('the API server stopped mid-run and back: ADDs of cached pods get their NICs, a pod it never delivered fails with 11 within the bound, and network-status catches up', async (t) => {
+test('the API server stopped mid-run and back: ADDs of cached pods get their NICs, DELs bring theirs home, a pod it never delivered fails with 11 within the bound, and network-status catches up', async (t) => {
   const n = await useTenantNode(t);
   const web1 = await putPod(n.api, 'team-a', 'web-1', nicsOf([{ group: 'frontend', ifName: 'fe0' }]));
+  const web3 = await putPod(n.api, 'team-a', 'web-3', nicsOf([{ group: 'frontend', ifName: 'fe0' }]));
+  const c = await addPod(t, n, web3);
+  expect(c.add.exitCode, c.add.stdout).toBe(0);
+  await untilNetworkStatus(n.api, web3, (s) => ferryEntries(s).length === 2, 'pod-nics: web-3 ADD');
   await waitFor('web-1 in the cache', async () => {
     const r = await ferryctl(n.ferryd, '--json', 'pods');
     return (JSON.parse(r.stdout || '{"pods":[]}').pods as { name: string }[]).some((p) => p.name === 'web-1');
   });
   await n.api.stop();
+
+  // DEL never needs the API server: web-3's device comes home and is free again.
+  const del = await runShim(n.node, 'DEL', c.call);
+  expect(del.exitCode, del.stdout).toBe(0);
+  expect(await linkNames(c.call.netns)).toEqual(['lo']);
+  await waitFor('a frontend device free', async () =>
+    (await devices(n.ferryd)).some((d) => d.state === 'free' && [FE1.mac, FE2.mac].includes(d.mac)),
+  );
 
   const a = await addPod(t, n, web1);
   expect(a.add.exitCode, a.add.stdout).toBe(0);
@@ -341,10 +378,16 @@ test('the API server stopped mid-run and back: ADDs of cached pods get their NIC
   console.log(
     `pod-nics: a pod not in the cache, API server away: code 11 after ${(performance.now() - t0).toFixed(0)} ms (bound ${LOOKUP_TIMEOUT_MS} ms)`,
   );
-  expect(b.add.json).toMatchObject({
+  expect(b.add.json).toEqual({
+    cniVersion: '1.1.0',
     code: Code.TryAgainLater,
     msg: expect.stringMatching(/^look up pod team-a\/web-2: the Kubernetes API did not answer within 1500 ms/),
+    details: POD_LOOKUP_FAILED,
   });
+  // One lookup: the shim hands a ready ferryd's 11 to the runtime instead of waiting and asking again.
+  expect((await n.ferryd.request('GET', '/metrics')).body).toMatch(
+    /^ferry_pod_lookups_total\{result="unavailable"\} 1$/m,
+  );
   await expectNothingBuilt(n, b.call.netns, b.call.containerId, nodeBefore);
   await waitFor('a failed network-status write', async () =>
     /^ferry_network_status_writes_total\{result="failed"\} [1-9]/m.test(
@@ -360,6 +403,7 @@ test('the API server stopped mid-run and back: ADDs of cached pods get their NIC
     'pod-nics: API server back',
   );
   expect(status.map((e) => e.interface)).toEqual(['eth0', 'fe0']);
+  await untilNetworkStatus(n.api, web3, (s) => s === undefined, 'pod-nics: web-3 DEL while away');
   // And the pod it had not delivered: the kubelet's retry now succeeds.
   const retry = await runShim(n.node, 'ADD', b.call);
   expect(retry.exitCode, retry.stdout).toBe(0);

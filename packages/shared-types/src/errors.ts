@@ -99,6 +99,13 @@ export class CniError extends Error {
   }
 }
 
+/**
+ * The `details` of ferryd's code 11 for a pod it could not look up in time (the Kubernetes API away or
+ * refusing): ferryd itself is ready, so ferry-cni hands the error to the runtime to retry, where for a
+ * ferryd that is not ready it waits and asks again (which here would only look the pod up a second time).
+ */
+export const POD_LOOKUP_FAILED = 'ferryd is ready; the pod could not be looked up in the Kubernetes API';
+
 /** The wire shape of an error: what ferryd sends and what ferry-cni prints (plus cniVersion). */
 export interface CniErrorBody {
   cniVersion?: string;

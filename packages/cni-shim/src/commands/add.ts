@@ -9,6 +9,7 @@ import { type IpLink, SELF } from '@ferry/net';
 import type { Allocation, InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
+import { POD_LOOKUP_FAILED } from '@ferry/shared-types/errors';
 import { HOST_VETH_MAC, hostVethNameOf } from '@ferry/shared-types/host-veth';
 import { commitJournalOf, writeJournalEntry } from '../commit-journal';
 import type { ShimConf } from '../config';
@@ -46,7 +47,8 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, deps: Deps): Promise
  * ferryd's plan for the attachment, with the InfraNIC's veth pair made while ferryd answers (`earlyPair`,
  * its undo armed; absent when it was not made: the usual path makes it after the plan). ferryd down,
  * starting or frozen: what was made is undone (a pod is never configured without a record, not even
- * while ADD waits), then ADD waits for ferryd's readiness and asks again.
+ * while ADD waits), then ADD waits for ferryd's readiness and asks again. ferryd ready but unable to
+ * look the pod up (code 11 too) fails the ADD at once, its undo run by the caller's rollback.
  */
 async function allocate(
   args: CmdArgs,
@@ -63,7 +65,8 @@ async function allocate(
   try {
     return { allocation: await allocating.answer(), ...(earlyPair ? { earlyPair } : {}) };
   } catch (err) {
-    if (!isDaemonDown(err)) throw err;
+    // A ready ferryd that could not look the pod up: the runtime retries; asking again would wait as long.
+    if (!isDaemonDown(err) || err.details === POD_LOOKUP_FAILED) throw err;
     await undo.unwind(deps.log);
     deps.log.info({ err }, 'ferryd not ready; waiting');
   }

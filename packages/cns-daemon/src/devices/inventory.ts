@@ -4,7 +4,7 @@
  * change on the way into and out of pods.
  *
  * A scan lists the node's links and, per device:
- * - records whether it is on the node;
+ * - records whether it is on the node (or in the pod that holds it);
  * - finds a device on the node that a committed pod still holds: its pod's netns died without a DEL
  *   and the kernel handed the device back (under its pod-side name), so the device is freed;
  * - renames a free device that sits on the node under another name (a refund, or a daemon-down DEL that
@@ -93,7 +93,9 @@ export class Inventory {
           continue;
         }
         const link = byMac.get(row.mac);
-        devices.setPresence(row.mac, link !== undefined, link ? now : undefined);
+        // A device a pod holds is not on the node but accounted for: marked absent, it would count as
+        // missing from its release (the DEL has brought it home) until the next scan, and be refused (106).
+        devices.setPresence(row.mac, link !== undefined || row.interface_id !== null, link ? now : undefined);
         if (
           link &&
           row.interface_id !== null &&

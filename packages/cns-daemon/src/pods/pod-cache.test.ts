@@ -1,4 +1,4 @@
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError, Code, POD_LOOKUP_FAILED } from '@ferry/shared-types/errors';
 import pino from 'pino';
 import { describe, expect, test } from 'vitest';
 import { apiError, FakePodApi } from '../testing/fake-pod-api';
@@ -115,7 +115,7 @@ describe('PodCache', () => {
     for (let i = 0; i < 50; i++) api.failures.push(new Error('connect ECONNREFUSED 127.0.0.1:6443'));
     const err = await cache.lookup({ namespace: 'a', name: 'web-1' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CniError);
-    expect(err).toMatchObject({ code: Code.TryAgainLater });
+    expect(err).toMatchObject({ code: Code.TryAgainLater, details: POD_LOOKUP_FAILED });
     expect((err as Error).message).toBe(
       'look up pod a/web-1: the Kubernetes API did not answer within 300 ms (kubernetes api: connect ECONNREFUSED 127.0.0.1:6443); try again later',
     );

@@ -5,7 +5,7 @@
  * is away, for a bounded time; then the question fails with code 11 and the runtime tries again.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError, Code, POD_LOOKUP_FAILED } from '@ferry/shared-types/errors';
 import type { Logger } from 'pino';
 import { backoffDelayMs } from '../kube/backoff';
 import { describeApiError, httpStatusOfApiError } from '../kube/connection';
@@ -165,6 +165,10 @@ export class PodCache {
     }
     this.counts.unavailable += 1;
     const why = isFinal ? lastError : `the Kubernetes API did not answer within ${lookupTimeoutMs} ms (${lastError})`;
-    throw new CniError(Code.TryAgainLater, `look up pod ${podKeyOf(key.namespace, key.name)}: ${why}; try again later`);
+    throw new CniError(
+      Code.TryAgainLater,
+      `look up pod ${podKeyOf(key.namespace, key.name)}: ${why}; try again later`,
+      POD_LOOKUP_FAILED,
+    );
   }
 }
