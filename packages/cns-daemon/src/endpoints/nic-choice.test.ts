@@ -353,7 +353,7 @@ test.for([
     () => net1({ deviceId: 'mlx5_core.sf.4' }),
     undefined,
     Code.InvalidConfig,
-    'invalid network config: runtimeConfig.deviceID "mlx5_core.sf.4" of attachment m1/net1 of network "sriov": not a PCI address like 0000:18:02.5',
+    'invalid network config: runtimeConfig.deviceID "mlx5_core.sf.4" of attachment m1/net1 of network "sriov": not a PCI address like 0000:18:02.5 (or a MAC, a device ID of ferry.dev/<group>)',
   ],
   [
     'a deviceID of no delegatable device',
