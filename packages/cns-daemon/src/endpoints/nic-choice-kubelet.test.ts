@@ -54,7 +54,7 @@ function useServedNode(t: TestContext, tenancy: Record<string, unknown> = {}): W
   return w;
 }
 
-const kubelet = (byGroup: Record<string, string[]>): KubeletAllocation => new Map(Object.entries(byGroup));
+const kubelet = (byGroup: Record<string, readonly string[]>): KubeletAllocation => new Map(Object.entries(byGroup));
 const nics = (json: unknown): PodNics => {
   const r = parsePodNics(JSON.stringify(json));
   if ('problem' in r) throw new Error(r.problem);
