@@ -8,6 +8,7 @@
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
+import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
 import { addresses, link, linkNames } from '../fixtures/kernel';
 import { type StandInKubelet, useStandInKubelet } from '../fixtures/kubelet';
@@ -182,10 +183,22 @@ test('an ADD gives each pod the device the kubelet allocated to it, a pod withou
   expect((await link(pod4, 'net1'))?.address).toBe(D2);
 });
 
-test('the kubelet away: an ADD of a pod fails with code 11 (the kubelet retries) and builds nothing', async (t) => {
-  const kubelet = await useStandInKubelet(t);
+test('no kubelet yet: ferryd serves anyway, ferryctl doctor says so, and it registers when the kubelet comes; its pod-resources away, an ADD is code 11', async (t) => {
+  const kubelet = await useStandInKubelet(t, { running: false });
   const { node, ferryd } = await useServedNode(t, kubelet);
+  const doctor = async () => JSON.parse((await ferryctl(ferryd, 'doctor', '--json')).stdout).violations;
+  expect(await doctor()).toEqual([
+    {
+      kind: 'device-plugin-unregistered',
+      subject: RESOURCE,
+      msg: 'not registered with the kubelet: no kubelet socket yet; pods cannot ask for it',
+    },
+  ]);
+  expect(await metric(ferryd, `ferry_device_plugin_registered{resource="${RESOURCE}"}`)).toBe(0);
+  await kubelet.restart();
   await kubelet.waitForDevices(RESOURCE, 'both healthy', healthy(D1, D2));
+  expect(await doctor()).toEqual([]);
+
   await kubelet.stop();
   const pod = await useNetns(t, 'pod');
   const add = await runShim(node, 'ADD', podCall(ferryd, pod, 'web-1'));

@@ -110,10 +110,12 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
   const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
   const lifecycle = new Lifecycle();
+  const devicePlugin = buildDevicePluginOf(config, served, inventory, metrics, opts);
+  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
   const operator = operatorOf(
     db,
     stores,
-    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy },
+    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin },
     now,
   );
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
@@ -124,8 +126,6 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
   if (pods) registerPodMetrics(metrics.registry, pods);
-  const devicePlugin = buildDevicePluginOf(config, served, inventory, metrics, opts);
-  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
   const ping = () => {
     db.prepare('SELECT 1').get();
   };
@@ -203,10 +203,11 @@ function operatorOf(
     reconciler: Reconciler;
     ip: Ip;
     cluster: ClusterController | undefined;
+    devicePlugin: DevicePlugin | undefined;
   },
   now: () => number,
 ): Operator {
-  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy } = parts;
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin } = parts;
   const { endpoints, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -218,7 +219,14 @@ function operatorOf(
     invariants: new Invariants(db, ipam),
     inventory,
     drainer,
-    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip, ...inCluster }),
+    nodeChecks: new NodeChecks({
+      endpoints,
+      devices,
+      drainer,
+      ip,
+      ...inCluster,
+      ...(devicePlugin ? { devicePlugin } : {}),
+    }),
     ...inCluster,
     now,
     reconcile: () => reconciler.runOnce(),
