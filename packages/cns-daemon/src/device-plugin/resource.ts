@@ -166,9 +166,15 @@ export class ResourcePlugin {
       this.#d.log.info({ resource: this.resource, endpoint: this.#socket }, 'registered with the kubelet');
     } catch (err) {
       const reason = (err as { details?: string }).details ?? (err as Error).message;
-      this.#lastError = `register ${this.resource} on ${this.#kubeletSocket}: ${reason}`;
+      const error = `register ${this.resource} on ${this.#kubeletSocket}: ${reason}`;
       this.#d.onRegistration('failed');
-      this.#d.log.warn({ resource: this.resource, err }, 'registration with the kubelet failed; trying again');
+      // Tried again every check: one log line per new reason, not one a second.
+      if (error !== this.#lastError)
+        this.#d.log.warn(
+          { resource: this.resource, err },
+          'registration with the kubelet failed; trying again each second',
+        );
+      this.#lastError = error;
     }
   }
 
