@@ -68,13 +68,19 @@ export interface ListPodResourcesResponse {
 const here = dirname(fileURLToPath(import.meta.url));
 const OPTIONS = { longs: String, enums: String, defaults: true } as const;
 
+const services = new Map<string, ServiceDefinition>();
+
+/** Parsed once: each registration (and re-registration) serves and calls them again. */
 function serviceOf(file: string, name: string): ServiceDefinition {
+  const known = services.get(name);
+  if (known) return known;
   const path = join(here, 'protos', file);
   const service = loadSync(path, OPTIONS)[name];
   // A message type has a `format`; a service is an object of methods, each with its path.
   if (!service || 'format' in service || !Object.values(service).every((m) => 'path' in m)) {
     throw new Error(`${path} has no service ${name}`);
   }
+  services.set(name, service as ServiceDefinition);
   return service as ServiceDefinition;
 }
 
