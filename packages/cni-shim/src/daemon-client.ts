@@ -46,12 +46,12 @@ export interface DaemonTimeoutsMs {
 
 export class DaemonClient {
   readonly socket: string;
-  readonly #rt: Runtime;
+  readonly #runtime: Runtime;
   readonly #t: DaemonTimeoutsMs;
   readonly #log: Logger;
 
-  constructor(rt: Runtime, socket: string, timeouts: DaemonTimeoutsMs, log: Logger) {
-    this.#rt = rt;
+  constructor(runtime: Runtime, socket: string, timeouts: DaemonTimeoutsMs, log: Logger) {
+    this.#runtime = runtime;
     this.socket = socket;
     this.#t = timeouts;
     this.#log = log;
@@ -203,7 +203,7 @@ export class DaemonClient {
   }
 
   #send(method: Method, path: string, body: string | undefined, deadlineMs: number): InFlight<HttpResponse> {
-    const sent = this.#rt.request({
+    const sent = this.#runtime.request({
       socket: this.socket,
       method,
       path,

@@ -15,8 +15,8 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import type { Attachments } from './attachments/attachments';
 import type { DevicePlugin } from './device-plugin/build';
-import type { Attachments } from './endpoints/attachments';
 import { httpStatusOf } from './errors';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';

@@ -11,6 +11,9 @@ import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
+import { Attachments } from './attachments/attachments';
+import { JournalDir } from './attachments/commit-journal';
+import { Tenancy } from './attachments/tenancy';
 import { buildCluster } from './cluster/build';
 import type { ClusterController } from './cluster/controller';
 import type { createKubePeerSource } from './cluster/kube-source';
@@ -20,9 +23,6 @@ import { servedGroupsOf } from './device-plugin/served';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
-import { Attachments } from './endpoints/attachments';
-import { JournalDir } from './endpoints/commit-journal';
-import { Tenancy } from './endpoints/tenancy';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
@@ -34,9 +34,9 @@ import { readinessOf } from './readiness';
 import { Reconciler, type ReconcilerDeps } from './reconcile/reconciler';
 import { StaleEndpoints } from './reconcile/stale-endpoints';
 import { StorageHealth } from './storage/health';
+import { AttachmentStore } from './store/attachments';
 import { type Db, probeWrite } from './store/db';
 import { DeviceStore } from './store/devices';
-import { EndpointStore } from './store/endpoints';
 import { GroupCommit } from './store/group-commit';
 import { Invariants } from './store/invariants';
 import { PoolStore } from './store/pools';
@@ -72,7 +72,7 @@ export interface ServiceOptions {
 }
 
 interface Stores {
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   pools: PoolStore;
   devices: DeviceStore;
 }
@@ -81,7 +81,11 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const { log, now } = opts;
   // Counters first: every part below counts into them as it works.
   const metrics = new Metrics({ defaultMetrics: opts.defaultMetrics });
-  const stores: Stores = { endpoints: new EndpointStore(db), pools: new PoolStore(db), devices: new DeviceStore(db) };
+  const stores: Stores = {
+    attachmentStore: new AttachmentStore(db),
+    pools: new PoolStore(db),
+    devices: new DeviceStore(db),
+  };
   const storage = storageHealthOf(config, db, metrics, opts);
   const ipam = new Ipam(stores.pools, config);
   const pci = new PciAddresses(config.sysfsRoot);
@@ -171,7 +175,7 @@ function attachmentsOf(
 ): Attachments {
   return new Attachments({
     db,
-    endpoints: stores.endpoints,
+    attachmentStore: stores.attachmentStore,
     devices: stores.devices,
     ...parts,
     now: opts.now,
@@ -192,7 +196,12 @@ function reconcilerOf(
 ): Reconciler {
   const { log, now } = opts;
   const graceMs = config.reconcile.staleGraceSec * 1000;
-  const stale = new StaleEndpoints({ endpoints: stores.endpoints, attachments: parts.attachments, log, graceMs });
+  const stale = new StaleEndpoints({
+    attachmentStore: stores.attachmentStore,
+    attachments: parts.attachments,
+    log,
+    graceMs,
+  });
   return new Reconciler({ ...parts, stale, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
 }
 
@@ -208,10 +217,10 @@ function operatorOf(
   now: () => number,
 ): Operator {
   const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin } = parts;
-  const { endpoints, pools, devices } = stores;
+  const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
-    endpoints,
+    attachmentStore,
     pools,
     ipam,
     attachments,
@@ -220,7 +229,7 @@ function operatorOf(
     inventory,
     drainer,
     nodeChecks: new NodeChecks({
-      endpoints,
+      attachmentStore,
       devices,
       drainer,
       ip,
@@ -242,7 +251,7 @@ function metricSourcesOf(
   const { ipam, inventory, drainer, lifecycle, storage } = parts;
   const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
   return {
-    interfaceCounts: () => stores.endpoints.countInterfaces(),
+    interfaceCounts: () => stores.attachmentStore.countInterfaces(),
     addressCounts: () =>
       stores.pools.countByState(now()).flatMap((c) => {
         const spec = specs.get(c.poolId);

@@ -55,8 +55,8 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
  * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
-export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
-  const name = attachmentFileNameOf(rt.sha256Hex, entry.network, entry.containerId, entry.ifName);
+export function writeEntry(runtime: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
+  const name = attachmentFileNameOf(runtime.sha256Hex, entry.network, entry.containerId, entry.ifName);
   const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(

@@ -8,8 +8,8 @@
 
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Client, ServiceDefinition } from '@grpc/grpc-js';
-import type { KubeletAllocation } from '../endpoints/nic-choice';
-import { resourceOf } from '../endpoints/nic-choice';
+import type { KubeletAllocation } from '../attachments/nic-choice';
+import { resourceOf } from '../attachments/nic-choice';
 import { clientOf, type ListPodResourcesResponse, protos, unary } from './protos';
 
 export class PodResourcesClient {

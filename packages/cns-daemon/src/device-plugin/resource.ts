@@ -68,7 +68,7 @@ type FileId = string | undefined;
 export class ResourcePlugin {
   readonly resource: string;
   readonly endpoint: string;
-  readonly #d: ResourcePluginDeps;
+  readonly #deps: ResourcePluginDeps;
   readonly #socket: string;
   readonly #kubeletSocket: string;
   readonly #streams = new Set<ServerWritableStream<object, ListAndWatchResponse>>();
@@ -82,7 +82,7 @@ export class ResourcePlugin {
   #checking: Promise<void> | undefined;
 
   constructor(deps: ResourcePluginDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.resource = `ferry.dev/${deps.group}`;
     this.endpoint = `ferry-${deps.group}.sock`;
     this.#socket = join(deps.dir, this.endpoint);
@@ -90,7 +90,7 @@ export class ResourcePlugin {
   }
 
   start(): void {
-    this.#timer = setInterval(() => void this.check(), this.#d.checkMs);
+    this.#timer = setInterval(() => void this.check(), this.#deps.checkMs);
     this.#timer.unref();
     void this.check();
   }
@@ -114,7 +114,7 @@ export class ResourcePlugin {
 
   /** Sends the device list on every open ListAndWatch when it changed. */
   refresh(): void {
-    const list = { devices: pluginDevicesOf(this.#d.devices()) };
+    const list = { devices: pluginDevicesOf(this.#deps.devices()) };
     const text = JSON.stringify(list);
     if (text === this.#sent) return;
     this.#sent = text;
@@ -122,7 +122,7 @@ export class ResourcePlugin {
   }
 
   status(): ResourceStatus {
-    const devices = this.#d.devices();
+    const devices = this.#deps.devices();
     const healthy = devices.filter((d) => d.healthy).length;
     return {
       resource: this.resource,
@@ -140,7 +140,8 @@ export class ResourcePlugin {
     const kubelet = fileIdOf(this.#kubeletSocket);
     const on = this.#registeredOn;
     if (on && on.kubelet === kubelet && on.own === fileIdOf(this.#socket)) return;
-    if (on) this.#d.log.info({ resource: this.resource }, 'kubelet restarted or our socket is gone: registering again');
+    if (on)
+      this.#deps.log.info({ resource: this.resource }, 'kubelet restarted or our socket is gone: registering again');
     this.#registeredOn = undefined;
     // No kubelet (yet, or it is restarting): nothing to register with until its socket is there.
     if (kubelet === undefined) return;
@@ -162,15 +163,15 @@ export class ResourcePlugin {
       this.#registeredOn = { own: fileIdOf(this.#socket), kubelet };
       this.#registrations++;
       this.#lastError = undefined;
-      this.#d.onRegistration('registered');
-      this.#d.log.info({ resource: this.resource, endpoint: this.#socket }, 'registered with the kubelet');
+      this.#deps.onRegistration('registered');
+      this.#deps.log.info({ resource: this.resource, endpoint: this.#socket }, 'registered with the kubelet');
     } catch (err) {
       const reason = (err as { details?: string }).details ?? (err as Error).message;
       const error = `register ${this.resource} on ${this.#kubeletSocket}: ${reason}`;
-      this.#d.onRegistration('failed');
+      this.#deps.onRegistration('failed');
       // Tried again every check: one log line per new reason, not one a second.
       if (error !== this.#lastError)
-        this.#d.log.warn(
+        this.#deps.log.warn(
           { resource: this.resource, err },
           'registration with the kubelet failed; trying again each second',
         );
@@ -193,7 +194,7 @@ export class ResourcePlugin {
         call: ServerUnaryCall<PreferredAllocationRequest, PreferredAllocationResponse>,
         done: sendUnaryData<PreferredAllocationResponse>,
       ) => {
-        const devices = this.#d.devices();
+        const devices = this.#deps.devices();
         done(null, {
           containerResponses: call.request.containerRequests.map((r) => ({ deviceIDs: preferredOf(devices, r) })),
         });
@@ -216,7 +217,7 @@ export class ResourcePlugin {
     call.on('cancelled', forget);
     call.on('close', forget);
     call.on('error', forget);
-    const list = { devices: pluginDevicesOf(this.#d.devices()) };
+    const list = { devices: pluginDevicesOf(this.#deps.devices()) };
     this.#sent = JSON.stringify(list);
     call.write(list);
   }
@@ -226,7 +227,7 @@ export class ResourcePlugin {
    * at its ADD (from the kubelet's pod-resources API); the container learns its devices' MACs.
    */
   #allocate(req: AllocateRequest, done: sendUnaryData<AllocateResponse>): void {
-    const ours = new Set(this.#d.devices().map((d) => d.id));
+    const ours = new Set(this.#deps.devices().map((d) => d.id));
     const unknown = req.containerRequests.flatMap((c) => c.devicesIds).filter((id) => !ours.has(id));
     if (unknown.length > 0) {
       done({
@@ -237,7 +238,7 @@ export class ResourcePlugin {
     }
     done(null, {
       containerResponses: req.containerRequests.map((c) => ({
-        envs: envOf(this.#d.group, c.devicesIds),
+        envs: envOf(this.#deps.group, c.devicesIds),
         annotations: {},
       })),
     });

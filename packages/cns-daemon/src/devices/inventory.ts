@@ -46,12 +46,12 @@ const normalMac = (mac: string) => mac.toLowerCase();
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
-  readonly #d: InventoryDeps;
+  readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
   #scanned: () => void = () => undefined;
 
   constructor(deps: InventoryDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#patterns = deps.config.flatMap((c) =>
       c.namePattern ? [{ re: new RegExp(c.namePattern), group: c.group }] : [],
     );
@@ -59,7 +59,7 @@ export class Inventory {
 
   /** True when there is anything to manage (no device config and no rows: nothing to scan). */
   get isEnabled(): boolean {
-    return this.#d.config.length > 0 || this.#d.devices.all().length > 0;
+    return this.#deps.config.length > 0 || this.#deps.devices.all().length > 0;
   }
 
   /** `listener` is called after every scan (the device plugin sends what changed to the kubelet). */
@@ -75,16 +75,16 @@ export class Inventory {
 
   async #scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
-    const { db, devices, ip, log } = this.#d;
-    const listedAt = this.#d.now();
+    const { db, devices, ip, log } = this.#deps;
+    const listedAt = this.#deps.now();
     const links = await ip.listLinks(SELF);
     const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
-    this.#d.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
-    const now = this.#d.now();
+    this.#deps.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
+    const now = this.#deps.now();
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
       const configured = new Set<string>();
-      for (const c of this.#d.config) {
+      for (const c of this.#deps.config) {
         if (!c.mac) continue;
         const mac = normalMac(c.mac);
         configured.add(mac);
@@ -140,7 +140,7 @@ export class Inventory {
    * the scan (or ferryd's start-up).
    */
   async #renameHome(mac: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
-    const { devices, ip, log } = this.#d;
+    const { devices, ip, log } = this.#deps;
     if (links.some((l) => l.ifname === hostIfName)) {
       log.warn({ mac, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
       return false;
@@ -166,9 +166,9 @@ export class Inventory {
   }
 
   list(): Device[] {
-    return this.#d.devices.all().map((r): Device => {
+    return this.#deps.devices.all().map((r): Device => {
       const reservation = reservationOf(r);
-      const pciAddress = this.#d.pci?.pciOf(r.mac);
+      const pciAddress = this.#deps.pci?.pciOf(r.mac);
       return {
         mac: r.mac,
         group: r.grp,
@@ -194,8 +194,8 @@ export class Inventory {
   /** Pre-assigns a device to a pod by namespace/name; it is held back from group requests. */
   reserve(mac: string, req: ReservationRequest): Device {
     const m = normalMac(mac);
-    const group = this.#d.devices.get(m)?.grp;
-    if (group !== undefined && this.#d.served?.has(group)) {
+    const group = this.#deps.devices.get(m)?.grp;
+    if (group !== undefined && this.#deps.served?.has(group)) {
       throw new CniError(
         Code.InvalidConfig,
         `reserve device ${m}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
@@ -204,7 +204,7 @@ export class Inventory {
     const { addresses, routes } = req;
     const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
     if (
-      !this.#d.devices.reserve(m, {
+      !this.#deps.devices.reserve(m, {
         namespace: req.namespace,
         pod: req.pod,
         ...(req.ifName ? { ifName: req.ifName } : {}),
@@ -218,7 +218,7 @@ export class Inventory {
 
   unreserve(mac: string): Device {
     const m = normalMac(mac);
-    if (!this.#d.devices.unreserve(m)) throw unknownDevice(m);
+    if (!this.#deps.devices.unreserve(m)) throw unknownDevice(m);
     return this.#one(m);
   }
 

@@ -1,8 +1,8 @@
 import { type AllocateRequest, AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Attachments } from '../attachments/attachments';
 import type { DevicePlugin } from '../device-plugin/build';
-import type { Attachments } from '../endpoints/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
 import type { PodServices } from '../pods/build';
@@ -14,7 +14,7 @@ import { errors } from './errors';
 /**
  * POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. With pods
  * watched, the pod's `ferry.dev/nics` decides its delegated NICs, and with the device plugin, the devices
- * the kubelet allocated to it (endpoints/nic-choice.ts).
+ * the kubelet allocated to it (attachments/nic-choice.ts).
  */
 export const allocationRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;

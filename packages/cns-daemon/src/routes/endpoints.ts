@@ -6,7 +6,7 @@ import {
   ReleaseResultSchema,
 } from '@ferry/shared-types/api/endpoints';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import type { Metrics } from '../metrics';
 import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';

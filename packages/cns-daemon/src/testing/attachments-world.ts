@@ -11,16 +11,16 @@ import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import { CniError } from '@ferry/shared-types/errors';
 import pino from 'pino';
 import type { TestContext } from 'vitest';
+import { Attachments } from '../attachments/attachments';
+import { JournalDir } from '../attachments/commit-journal';
+import { Tenancy } from '../attachments/tenancy';
 import { servedGroupsOf } from '../device-plugin/served';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
-import { Attachments } from '../endpoints/attachments';
-import { JournalDir } from '../endpoints/commit-journal';
-import { Tenancy } from '../endpoints/tenancy';
 import { Ipam } from '../ipam/ipam';
+import { AttachmentStore } from '../store/attachments';
 import { type Db, openDatabase } from '../store/db';
 import { DeviceStore } from '../store/devices';
-import { EndpointStore } from '../store/endpoints';
 import { PoolStore } from '../store/pools';
 import { tempDir, testConfig } from './harness';
 
@@ -68,7 +68,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
     inventory: new Inventory({ db, devices, ip, config: [], log, now, pci, served }),
     attachments: new Attachments({
       db,
-      endpoints: new EndpointStore(db),
+      attachmentStore: new AttachmentStore(db),
       devices,
       ipam: new Ipam(new PoolStore(db), config),
       tenancy: new Tenancy(

@@ -58,10 +58,7 @@ test('podCidrsOf: an unknown node is NotFound; an answer that is not a Node is a
   });
 });
 
-// BUG: the token file is read with a bare readFileSync, so a missing one (install run outside a pod
-// with --api-server but no --api-token-file) escapes as a raw ENOENT, and ferryctl dies with "unexpected
-// error" and a stack trace instead of a code-5 error naming the file, as every other install read does.
-test.fails('podCidrsOf: a token file that cannot be read is an I/O error naming it', async (t) => {
+test('podCidrsOf: a token file that cannot be read is an I/O error naming it', async (t) => {
   const api = await useNodeApi(t, { 'node-a': nodeWith('10.244.1.0/24') });
   const tokenFile = join(tempDir(t), 'missing-token');
   await expect(podCidrsOf('node-a', { server: api.url, tokenFile })).rejects.toMatchObject({

@@ -10,6 +10,7 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 import { parseJson } from '../json';
+import { onFile } from '../on-file';
 
 const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** For the connection, and for the whole request. */
@@ -37,8 +38,14 @@ export function inClusterAccess(env: NodeJS.ProcessEnv, overrides: Partial<ApiAc
 }
 
 export async function podCidrsOf(node: string, api: ApiAccess): Promise<{ v4?: string; v6?: string }> {
-  const token = api.tokenFile ? readFileSync(api.tokenFile, 'utf8').trim() : undefined;
-  const ca = api.server.startsWith('https:') && api.caFile ? readFileSync(api.caFile, 'utf8') : undefined;
+  const { tokenFile, caFile } = api;
+  const token = tokenFile
+    ? onFile(`install: read the API token ${tokenFile}`, () => readFileSync(tokenFile, 'utf8')).trim()
+    : undefined;
+  const ca =
+    api.server.startsWith('https:') && caFile
+      ? onFile(`install: read the API CA ${caFile}`, () => readFileSync(caFile, 'utf8'))
+      : undefined;
   let res: HttpResponse;
   try {
     res = await requestOverUndici({

@@ -31,8 +31,8 @@ import * as z from 'zod/mini';
 import { reservationOf } from '../devices/inventory';
 import type { PciAddresses } from '../devices/pci';
 import { canonicalAddress, familyOf } from '../ipam/cidr';
+import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
-import type { EndpointStore } from '../store/endpoints';
 import type { DeviceRow, InterfaceRow } from '../store/rows';
 import type { Tenancy } from './tenancy';
 
@@ -71,7 +71,7 @@ export interface WantedDevice {
 
 export interface NicChoiceDeps {
   devices: DeviceStore;
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   tenancy: Tenancy;
   /** sysfs, for PCI addresses; absent: nothing can be asked for by PCI address. */
   pci?: PciAddresses;
@@ -108,11 +108,11 @@ const isMac = (s: string) => /^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/i.test(s);
 const normalMac = (mac: string) => mac.toLowerCase().replaceAll('-', ':');
 
 export class NicChoice {
-  readonly #d: NicChoiceDeps;
+  readonly #deps: NicChoiceDeps;
   readonly #served: ReadonlySet<string>;
 
   constructor(deps: NicChoiceDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#served = deps.served ?? new Set();
   }
 
@@ -181,7 +181,7 @@ export class NicChoice {
             `${who.pod}: the kubelet allocated ${resourceOf(group)} device ${id}, which is not a device of group "${group}" in ferryd's inventory`,
           );
         }
-        if (!this.#d.tenancy.mayGive(group, who.namespace)) {
+        if (!this.#deps.tenancy.mayGive(group, who.namespace)) {
           throw new PodNicRefusal(
             'not-allowed',
             `${who.pod}: the kubelet allocated it ${resourceOf(group)}, but the group is bound to other namespaces`,
@@ -230,11 +230,11 @@ export class NicChoice {
 
   /** Every entry against what exists on this node and what the namespace may have. */
   #checkAnnotation(who: Asker, namespace: string, nics: PodNics): Asked[] {
-    const { tenancy } = this.#d;
+    const { tenancy } = this.#deps;
     return nics.map((nic, index): Asked => {
       const refuse = (reason: RefusalReason, field: string, problem: string) =>
         new PodNicRefusal(reason, `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${index}].${field}: ${problem}`);
-      if (nic.network !== undefined && !this.#d.hasNetwork(nic.network)) {
+      if (nic.network !== undefined && !this.#deps.hasNetwork(nic.network)) {
         throw refuse('unknown', 'network', `ferryd has no network "${nic.network}"`);
       }
       this.#checkAddresses(nic, namespace, who, refuse);
@@ -268,8 +268,8 @@ export class NicChoice {
    */
   #mayAsk(group: string, namespace: string): boolean {
     return this.#served.has(group)
-      ? this.#d.tenancy.mayGive(group, namespace)
-      : this.#d.tenancy.mayAsk(group, namespace);
+      ? this.#deps.tenancy.mayGive(group, namespace)
+      : this.#deps.tenancy.mayAsk(group, namespace);
   }
 
   /** Static addresses: only inside the ranges bound to the namespace, never one another pod holds. */
@@ -280,7 +280,7 @@ export class NicChoice {
     refuse: (reason: RefusalReason, field: string, problem: string) => PodNicRefusal,
   ): void {
     if (!nic.addresses) return;
-    const { tenancy } = this.#d;
+    const { tenancy } = this.#deps;
     const ranges = tenancy.rangesOf(namespace);
     if (ranges.length === 0) {
       throw refuse('not-allowed', 'addresses', `namespace ${namespace} may give no static addresses`);
@@ -303,7 +303,7 @@ export class NicChoice {
   /** The static addresses other pods' interfaces hold (the same pod's other sandbox is the same pod). */
   #heldByOthers(who: Asker): Set<string> {
     const held = new Set<string>();
-    for (const r of this.#d.endpoints.staticAddresses()) {
+    for (const r of this.#deps.attachmentStore.staticAddresses()) {
       if (r.pod_namespace === who.namespace && r.pod_name === who.name) continue;
       for (const a of JSON.parse(r.json) as { address: string }[]) held.add(hostOf(a.address));
     }
@@ -341,7 +341,7 @@ export class NicChoice {
       byGroup.set(a.nic.group, [...(byGroup.get(a.nic.group) ?? []), a]);
     }
     for (const [group, entries] of byGroup) {
-      const free = this.#d.devices.freeOfGroup(group, entries.length + taken.size).filter((r) => !taken.has(r.mac));
+      const free = this.#deps.devices.freeOfGroup(group, entries.length + taken.size).filter((r) => !taken.has(r.mac));
       if (free.length < entries.length) {
         throw new PodNicRefusal(
           'unavailable',
@@ -360,13 +360,13 @@ export class NicChoice {
   /** The network-wide ask of a conflist (operator-written): a bound group serves its namespaces only. */
   #fromConflist(who: Asker, ask: DelegatedNicsRequest, count: number): WantedDevice[] {
     const { group } = ask;
-    if (!this.#d.tenancy.mayGive(group, who.namespace)) {
+    if (!this.#deps.tenancy.mayGive(group, who.namespace)) {
       throw new PodNicRefusal(
         'not-allowed',
         `allocate delegated NICs of group "${group}" for ${who.pod}: the group is bound to other namespaces`,
       );
     }
-    const free = this.#d.devices.freeOfGroup(group, count);
+    const free = this.#deps.devices.freeOfGroup(group, count);
     if (free.length < count) {
       throw new PodNicRefusal(
         'unavailable',
@@ -382,7 +382,7 @@ export class NicChoice {
     if (!namespace || !name) return [];
     const own = new Set(others.map((i) => i.id));
     const out: WantedDevice[] = [];
-    for (const row of this.#d.devices.reservedFor(namespace, name)) {
+    for (const row of this.#deps.devices.reservedFor(namespace, name)) {
       // A served group's device is the kubelet's to give (Inventory.reserve refuses such reservations).
       if (this.#served.has(row.grp) || (row.interface_id !== null && own.has(row.interface_id))) continue;
       this.#checkFree(row, who, `device ${row.mac} reserved for ${namespace}/${name}`, others);
@@ -492,7 +492,7 @@ export class NicChoice {
         `allocate ${attachment}: no delegatable device ${byMac ? '' : 'at PCI address '}${deviceId} (runtimeConfig.deviceID) on this node`,
       );
     }
-    if (!this.#d.tenancy.mayGive(row.grp, who.namespace)) {
+    if (!this.#deps.tenancy.mayGive(row.grp, who.namespace)) {
       throw new PodNicRefusal(
         'not-allowed',
         `allocate ${attachment} for ${who.pod}: device ${deviceId} is of group "${row.grp}", which is bound to other namespaces`,
@@ -514,7 +514,7 @@ export class NicChoice {
   }
 
   #byMac(mac: string): DeviceRow | undefined {
-    return this.#d.devices.get(normalMac(mac));
+    return this.#deps.devices.get(normalMac(mac));
   }
 
   #byPci(nic: PodNic): DeviceRow | undefined {
@@ -522,8 +522,8 @@ export class NicChoice {
   }
 
   #macAtPci(pci: string): DeviceRow | undefined {
-    const { devices } = this.#d;
-    const mac = this.#d.pci?.macAt(pci, (name) => devices.byHostIfName(name)?.mac);
+    const { devices } = this.#deps;
+    const mac = this.#deps.pci?.macAt(pci, (name) => devices.byHostIfName(name)?.mac);
     return mac ? devices.get(mac) : undefined;
   }
 }

@@ -17,9 +17,9 @@ import type { Logger } from 'pino';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
+import type { AttachmentStore } from '../store/attachments';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
-import type { EndpointStore } from '../store/endpoints';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import type { JournalDir } from './commit-journal';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
@@ -29,7 +29,7 @@ import { Tenancy } from './tenancy';
 
 export interface AttachmentsDeps {
   db: Db;
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   devices: DeviceStore;
   ipam: Ipam;
   now: () => number;
@@ -50,18 +50,18 @@ export interface AttachmentsDeps {
 export type AttachmentKey = Pick<AllocateRequest, 'network' | 'containerId' | 'ifName'>;
 
 export class Attachments {
-  readonly #d: AttachmentsDeps;
+  readonly #deps: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
   readonly #choice: NicChoice;
   #devicesReleased: () => void = () => undefined;
   #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#tx = transactionRunner(deps.db);
     this.#choice = new NicChoice({
       devices: deps.devices,
-      endpoints: deps.endpoints,
+      attachmentStore: deps.attachmentStore,
       tenancy: deps.tenancy ?? new Tenancy({ deviceGroups: [], staticAddresses: [] }, []),
       ...(deps.pci ? { pci: deps.pci } : {}),
       ...(deps.served ? { served: deps.served } : {}),
@@ -99,8 +99,8 @@ export class Attachments {
     allocated?: KubeletAllocation,
   ): { plan: Allocation; created: boolean } {
     return this.#tx(() => {
-      const { endpoints, ipam } = this.#d;
-      const existing = endpoints.getAttachment(req.containerId, req.ifName);
+      const { attachmentStore, ipam } = this.#deps;
+      const existing = attachmentStore.getAttachment(req.containerId, req.ifName);
       if (existing) {
         if (existing.network !== req.network) throw conflictingNetwork(existing, req.network);
         if (existing.state === 'committed') {
@@ -110,11 +110,11 @@ export class Attachments {
           );
         }
         // A DEL queued before this moment must not release what this ADD is about to build.
-        endpoints.touch(existing.id, this.#d.now());
+        attachmentStore.touch(existing.generation, this.#deps.now());
         return { plan: this.#planOf(existing), created: false };
       }
       // The container's other interfaces: a name this one must not take, devices it already holds.
-      const others = endpoints.interfacesOfContainer(req.containerId);
+      const others = attachmentStore.interfacesOfContainer(req.containerId);
       if (others.some((i) => i.if_name === req.ifName)) {
         throw new CniError(
           Code.AttachmentConflict,
@@ -123,8 +123,8 @@ export class Attachments {
       }
       const net = ipam.network(req.network);
       const wanted = this.#choice.choose(req, net.config, others, nics, allocated);
-      const now = this.#d.now();
-      const attachment = endpoints.insertAttachment({
+      const now = this.#deps.now();
+      const attachment = attachmentStore.insertAttachment({
         network: req.network,
         containerId: req.containerId,
         ifName: req.ifName,
@@ -136,8 +136,8 @@ export class Attachments {
         nowMs: now,
       });
       if (net.config.infraNIC) {
-        const infraId = endpoints.insertInterface({
-          attachmentId: attachment.id,
+        const infraId = attachmentStore.insertInterface({
+          attachmentId: attachment.generation,
           position: 0,
           containerId: req.containerId,
           ifName: req.ifName,
@@ -149,7 +149,7 @@ export class Attachments {
         ipam.assign(req.network, infraId, now);
       }
       // A secondary network's attachment is its one device, first and alone.
-      this.#attachDevices(req, attachment.id, wanted, others, net.config.infraNIC ? 1 : 0, net.routesJson);
+      this.#attachDevices(req, attachment.generation, wanted, others, net.config.infraNIC ? 1 : 0, net.routesJson);
       return { plan: this.#planOf(attachment), created: true };
     });
   }
@@ -168,14 +168,14 @@ export class Attachments {
     promoted: number;
     discarded: number;
   } {
-    const { journal, db, log } = this.#d;
+    const { journal, db, log } = this.#deps;
     if (!journal) return { promoted: 0, discarded: 0 };
     const names = !scope
       ? undefined
       : 'names' in scope
         ? scope.names
         : [entryFileNameOf(scope.attachment.network, scope.attachment.containerId, scope.attachment.ifName)];
-    const files = names ? names.flatMap((n) => journal.read(n) ?? []) : journal.list(this.#d.now());
+    const files = names ? names.flatMap((n) => journal.read(n) ?? []) : journal.list(this.#deps.now());
     if (files.length === 0) return { promoted: 0, discarded: 0 };
     if (db.inTransaction) throw new CniError(Code.Internal, 'settle the commit journal: called inside a transaction');
     const outcomes = this.#tx(() =>
@@ -203,27 +203,27 @@ export class Attachments {
       log?.warn({ entry: f.name, reason: problem }, 'commit journal entry discarded');
     }
     const outcome = { promoted: files.length - discarded, discarded };
-    this.#d.onJournalSettled?.(outcome);
+    this.#deps.onJournalSettled?.(outcome);
     return outcome;
   }
 
   /** The names of the journal's files now waiting to be settled (for settleJournal({ names }) later). */
   waitingInJournal(): string[] {
-    return this.#d.journal?.waiting() ?? [];
+    return this.#deps.journal?.waiting() ?? [];
   }
 
   /** Records what the shim built. The generation guards against a commit for an older allocation. */
   commit(containerId: string, req: CommitRequest): Endpoint {
     return this.#tx(() => {
-      this.#commit(containerId, req, this.#d.now());
+      this.#commit(containerId, req, this.#deps.now());
       return this.#endpointOf(containerId);
     });
   }
 
   /** commit() inside the caller's transaction; the attachment's update time becomes `atMs` (or stays later). */
   #commit(containerId: string, req: CommitRequest, atMs: number): void {
-    const { endpoints } = this.#d;
-    const a = endpoints.getAttachment(containerId, req.ifName);
+    const { attachmentStore } = this.#deps;
+    const a = attachmentStore.getAttachment(containerId, req.ifName);
     if (!a) {
       throw new CniError(
         Code.EndpointNotFound,
@@ -231,21 +231,21 @@ export class Attachments {
       );
     }
     if (a.network !== req.network) throw conflictingNetwork(a, req.network);
-    if (a.id !== req.generation) {
+    if (a.generation !== req.generation) {
       throw new CniError(
         Code.AttachmentConflict,
-        `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.id})`,
+        `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.generation})`,
       );
     }
     for (const nic of req.nics) {
-      if (!endpoints.commitInterface(a.id, nic.ifName, nic.mac, nic.containerIfIndex)) {
+      if (!attachmentStore.commitInterface(a.generation, nic.ifName, nic.mac, nic.containerIfIndex)) {
         throw new CniError(
           Code.InvalidConfig,
           `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
         );
       }
     }
-    endpoints.markCommitted(a.id, Math.max(a.updated_at_ms, atMs));
+    attachmentStore.markCommitted(a.generation, Math.max(a.updated_at_ms, atMs));
     this.#changedPodOf(a);
   }
 
@@ -277,10 +277,10 @@ export class Attachments {
    */
   releaseIfOnly(containerId: string, network: string, ifName: string, generation?: number): ReleaseResult {
     return this.#tx(() => {
-      const { endpoints, ipam } = this.#d;
+      const { attachmentStore, ipam } = this.#deps;
       const a = this.#releasable(containerId, network, ifName, generation);
       if (!a) return { released: [] };
-      const interfaces = endpoints.interfacesOf(a.id);
+      const interfaces = attachmentStore.interfacesOf(a.generation);
       if (interfaces.length === 1 && interfaces[0]?.nic_type === 'InfraNIC') {
         return { released: this.#releaseAttachment(a) };
       }
@@ -294,7 +294,7 @@ export class Attachments {
    */
   releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
     return this.#tx(() => {
-      const a = this.#d.endpoints.getAttachment(entry.containerId, entry.ifName);
+      const a = this.#deps.attachmentStore.getAttachment(entry.containerId, entry.ifName);
       if (!a || a.network !== entry.network) return 'absent';
       if (a.updated_at_ms > Date.parse(entry.queuedAt)) return 'stale';
       this.#releaseAttachment(a);
@@ -305,16 +305,18 @@ export class Attachments {
   /** Releases every attachment of a container (operator force-delete). */
   releaseContainer(containerId: string): ReleaseResult {
     return this.#tx(() => ({
-      released: this.#d.endpoints.attachmentsOfContainer(containerId).flatMap((a) => this.#releaseAttachment(a)),
+      released: this.#deps.attachmentStore
+        .attachmentsOfContainer(containerId)
+        .flatMap((a) => this.#releaseAttachment(a)),
     }));
   }
 
   /** CNI GC: every attachment of the network that is not listed valid is released; errors don't stop it. */
   gc(req: GcRequest): GcResult {
-    this.#d.ipam.network(req.network);
+    this.#deps.ipam.network(req.network);
     const valid = new Set(req.validAttachments.map((v) => `${v.containerId}/${v.ifName}`));
     const result: GcResult = { removed: [], errors: [] };
-    for (const a of this.#d.endpoints.attachmentsOfNetwork(req.network)) {
+    for (const a of this.#deps.attachmentStore.attachmentsOfNetwork(req.network)) {
       if (valid.has(`${a.container_id}/${a.if_name}`)) continue;
       try {
         result.removed.push(...this.release(a.container_id, a.network, a.if_name).released);
@@ -339,13 +341,15 @@ export class Attachments {
     position: number,
     routesJson: string,
   ): void {
-    const { endpoints, devices, ipam } = this.#d;
+    const { attachmentStore, devices, ipam } = this.#deps;
     const taken = new Set([...(position > 0 ? [req.ifName] : []), ...others.map((i) => i.if_name)]);
+    // A name a device asks for is its own: the unnamed ones take the next netN that nobody asked for.
+    const asked = new Set(wanted.flatMap((w) => (w.ifName ? [w.ifName] : [])));
     let n = 1;
     for (const [k, w] of wanted.entries()) {
       let ifName = w.ifName;
       if (!ifName) {
-        while (taken.has(`net${n}`)) n++;
+        while (taken.has(`net${n}`) || asked.has(`net${n}`)) n++;
         ifName = `net${n}`;
       }
       if (taken.has(ifName)) {
@@ -357,7 +361,7 @@ export class Attachments {
       taken.add(ifName);
       if (!w.row.host_if_name)
         throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} has never been seen on the node`);
-      const interfaceId = endpoints.insertInterface({
+      const interfaceId = attachmentStore.insertInterface({
         attachmentId,
         position: position + k,
         containerId: req.containerId,
@@ -372,24 +376,24 @@ export class Attachments {
       if (!devices.assign(w.row.mac, interfaceId)) {
         throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} was taken by another pod meanwhile`);
       }
-      if (w.pooled) ipam.assign(req.network, interfaceId, this.#d.now());
+      if (w.pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
     }
   }
 
   /** The attachment a release names, unless it is unknown, of another network or another generation. */
   #releasable(containerId: string, network: string, ifName: string, generation?: number): AttachmentRow | undefined {
-    const a = this.#d.endpoints.getAttachment(containerId, ifName);
+    const a = this.#deps.attachmentStore.getAttachment(containerId, ifName);
     if (!a || a.network !== network) return undefined;
-    return generation === undefined || a.id === generation ? a : undefined;
+    return generation === undefined || a.generation === generation ? a : undefined;
   }
 
   #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
-    const { endpoints, ipam } = this.#d;
-    const interfaces = endpoints.interfacesOf(a.id);
+    const { attachmentStore, ipam } = this.#deps;
+    const interfaces = attachmentStore.interfacesOf(a.generation);
     const records = interfaces.map((i) => toRecord(a, i, ipam));
-    const now = this.#d.now();
+    const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
-    endpoints.deleteAttachment(a.id);
+    attachmentStore.deleteAttachment(a.generation);
     if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
     this.#changedPodOf(a);
     return records;
@@ -402,18 +406,18 @@ export class Attachments {
   }
 
   #endpointOf(containerId: string): Endpoint {
-    const { endpoints, ipam } = this.#d;
+    const { attachmentStore, ipam } = this.#deps;
     const interfaces: InterfaceRecord[] = [];
-    for (const a of endpoints.attachmentsOfContainer(containerId)) {
-      for (const i of endpoints.interfacesOf(a.id)) interfaces.push(toRecord(a, i, ipam));
+    for (const a of attachmentStore.attachmentsOfContainer(containerId)) {
+      for (const i of attachmentStore.interfacesOf(a.generation)) interfaces.push(toRecord(a, i, ipam));
     }
     return { containerId, interfaces };
   }
 
   #planOf(a: AttachmentRow): Allocation {
-    const { endpoints, ipam } = this.#d;
+    const { attachmentStore, ipam } = this.#deps;
     const net = ipam.network(a.network);
-    const nics: NicPlan[] = endpoints.interfacesOf(a.id).map((i): NicPlan => {
+    const nics: NicPlan[] = attachmentStore.interfacesOf(a.generation).map((i): NicPlan => {
       const addresses = addressesOf(a.network, i, ipam);
       if (i.nic_type === 'InfraNIC') {
         return {
@@ -430,7 +434,7 @@ export class Attachments {
       if (!i.device_mac || !i.host_if_name) {
         throw new CniError(Code.Internal, `delegated interface ${a.container_id}/${i.if_name} has no device recorded`);
       }
-      const pciAddress = this.#d.pci?.pciOf(i.device_mac);
+      const pciAddress = this.#deps.pci?.pciOf(i.device_mac);
       return {
         nicType: 'DelegatedNIC',
         ifName: i.if_name,
@@ -446,7 +450,7 @@ export class Attachments {
       network: a.network,
       containerId: a.container_id,
       ifName: a.if_name,
-      generation: a.id,
+      generation: a.generation,
       nics,
       ...(net.config.dns ? { dns: net.config.dns } : {}),
     };
