@@ -284,11 +284,14 @@ test("network-status: ADD writes Ferry's entry next to another writer's, a confl
   expect(ours(await untilStatus(api, 'web-3', (s) => ours(s).length === 1, 'API server back (ADD)'))).toHaveLength(1);
   expect(await untilStatus(api, 'web-2', (s) => ours(s).length === 0, 'API server back (DEL)')).toEqual([multus]);
 
+  // The cache lists again once the API server is back: the gauge follows that list, not the writes.
+  await waitFor('the cache listing all four pods again', async () =>
+    /^ferry_pods_watched 4$/m.test((await ferryd.request('GET', '/metrics')).body),
+  );
   const metrics = (await ferryd.request('GET', '/metrics')).body;
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="conflict"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_writes_total\{result="failed"\} [1-9]/m);
   expect(metrics).toMatch(/^ferry_network_status_pending 0$/m);
-  expect(metrics).toMatch(/^ferry_pods_watched 4$/m);
 });
 
 test('networkStatus off (Multus writes the annotation): ferryd still watches its pods, and never patches one', async (t) => {
