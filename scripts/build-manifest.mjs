@@ -9,9 +9,17 @@ import { join, relative } from 'node:path';
 
 export const MANIFEST = join('dist', 'build-manifest.json');
 
+/** The kubelet's protos that ferryd's device plugin loads at run time (dist/lib/protos/). */
+export const PROTOS = ['deviceplugin.proto', 'podresources.proto'];
+
 /** Each build and the files it leaves in dist/ (relative to the repository root). */
 export const OUTPUTS = {
-  ferryd: ['dist/bin/ferryd', 'dist/lib/ferryd.mjs', 'dist/lib/better_sqlite3.node'],
+  ferryd: [
+    'dist/bin/ferryd',
+    'dist/lib/ferryd.mjs',
+    'dist/lib/better_sqlite3.node',
+    ...PROTOS.map((f) => `dist/lib/protos/${f}`),
+  ],
   ferryctl: ['dist/bin/ferryctl', 'dist/lib/ferryctl.mjs'],
   'ferry-cni': ['dist/bin/ferry-cni', 'dist/lib/ferry-cni-node.mjs'],
 };

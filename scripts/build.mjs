@@ -7,7 +7,7 @@ import { chmodSync, copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, 
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recordBuild, sourcesFingerprint } from './build-manifest.mjs';
+import { PROTOS, recordBuild, sourcesFingerprint } from './build-manifest.mjs';
 import { compileShim } from './compile-shim.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -62,6 +62,10 @@ if (wants('ferryd')) {
   const require = createRequire(join(root, 'packages/cns-daemon/package.json'));
   const sqliteDir = dirname(realpathSync(require.resolve('better-sqlite3/package.json')));
   copyFileSync(join(sqliteDir, 'build', 'Release', 'better_sqlite3.node'), join(lib, 'better_sqlite3.node'));
+  // The device plugin loads the kubelet's protos at run time, from beside the chunk that holds it.
+  mkdirSync(join(lib, 'protos'), { recursive: true });
+  for (const f of PROTOS)
+    copyFileSync(join(root, 'packages/cns-daemon/src/device-plugin/protos', f), join(lib, 'protos', f));
   recordBuild(root, 'ferryd', sources);
 }
 if (wants('ferryctl')) {

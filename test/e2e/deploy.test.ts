@@ -136,7 +136,16 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   }
   const hostPaths = (pod.volumes ?? []).flatMap((v) => (v.hostPath ? [v.hostPath.path] : []));
   expect(hostPaths).toEqual(
-    expect.arrayContaining(['/opt/cni/bin', '/etc/cni/net.d', '/run/ferry', '/var/lib/ferry', '/var/run/netns']),
+    expect.arrayContaining([
+      '/opt/cni/bin',
+      '/etc/cni/net.d',
+      '/run/ferry',
+      '/var/lib/ferry',
+      '/var/run/netns',
+      // The device plugin's (ferryd.yaml's devicePlugin.kubeletDir).
+      '/var/lib/kubelet/device-plugins',
+      '/var/lib/kubelet/pod-resources',
+    ]),
   );
   const ferryd = pod.containers.find((c) => c.name === 'ferryd');
   expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);

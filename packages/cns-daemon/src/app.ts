@@ -16,6 +16,7 @@ import {
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { Attachments } from './attachments/attachments';
+import type { DevicePlugin } from './device-plugin/build';
 import { httpStatusOf } from './errors';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
@@ -55,6 +56,8 @@ export interface AppDeps {
   ping(): void;
   /** This node's pods, when ferryd watches them (the operator API shows them). */
   pods?: PodServices;
+  /** The kubelet's device plugin, when ferryd serves groups to it (an ADD asks it for the pod's allocation). */
+  devicePlugin?: DevicePlugin;
 }
 
 export interface AppOptions {
@@ -148,6 +151,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       metrics: deps.metrics,
       storage: deps.storage,
       ...(deps.pods ? { pods: deps.pods } : {}),
+      ...(deps.devicePlugin ? { devicePlugin: deps.devicePlugin } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,

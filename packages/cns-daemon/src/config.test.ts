@@ -136,6 +136,20 @@ test.for([
     `${NET}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [192.0.2.1/24] }] }`,
     /staticAddresses\[0\]\.ranges\[0\]: "192.0.2.1\/24" has host bits set/,
   ],
+  // The device plugin.
+  [`${NET}\ndevicePlugin: {}`, /devicePlugin: delegatedDevices has no group to serve/],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ndevicePlugin: { groups: [h] }`,
+    /devicePlugin\.groups\[0\]: "h" is not a group of delegatedDevices/,
+  ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g- }]\ndevicePlugin: {}`,
+    /delegatedDevices: group: "g-" cannot be a resource name ferry\.dev\/g-/,
+  ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ndevicePlugin: { kubeletDir: var/lib/kubelet }`,
+    /devicePlugin\.kubeletDir: must be an absolute path/,
+  ],
   [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
   [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
   [
@@ -226,4 +240,16 @@ test("the pod watch: with any routing (none too), the node's name from NODE_NAME
     `${NET}\ncluster: { routing: none, kubernetes: { pods: { networkStatus: false, watch: true } } }`,
   );
   expect(() => loadConfig(file, { NODE_NAME: 'node-a' }, {})).toThrow(/cluster\.kubernetes\.pods: .*"watch"/);
+});
+
+test("the device plugin: off unless configured; the kubelet's directory and every group by default", (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  const devices = 'delegatedDevices: [{ mac: "02:00:00:00:00:01", group: frontend }]';
+  writeFileSync(file, `${NET}\n${devices}`);
+  expect(loadConfig(file, {}, {}).config.devicePlugin).toBeUndefined();
+  writeFileSync(file, `${NET}\n${devices}\ndevicePlugin: {}`);
+  expect(loadConfig(file, {}, {}).config.devicePlugin).toEqual({
+    kubeletDir: '/var/lib/kubelet',
+    podResourcesTimeoutMs: 2000,
+  });
 });

@@ -213,6 +213,7 @@ function crossCheck(config: FerrydConfig): string | undefined {
   }
   return (
     tenancyProblem(config, subnets) ??
+    devicePluginProblem(config) ??
     listenerProblem(config) ??
     (config.cluster ? clusterProblem(config.cluster, subnets) : undefined)
   );
@@ -267,6 +268,28 @@ function tenancyProblem(config: FerrydConfig, subnets: { where: string; cidr: Ci
   }
   return undefined;
 }
+
+/**
+ * Served groups: groups of the inventory, each a name the kubelet takes as the name part of an extended
+ * resource (`ferry.dev/<group>`: a qualified name, at most 63 characters, alphanumeric at both ends).
+ */
+function devicePluginProblem({ devicePlugin, delegatedDevices }: FerrydConfig): string | undefined {
+  if (!devicePlugin) return undefined;
+  const groups = new Set(delegatedDevices.map((d) => d.group));
+  if (!devicePlugin.groups && groups.size === 0) {
+    return 'devicePlugin: delegatedDevices has no group to serve';
+  }
+  for (const [i, group] of (devicePlugin.groups ?? [...groups]).entries()) {
+    const where = devicePlugin.groups ? `devicePlugin.groups[${i}]` : 'delegatedDevices: group';
+    if (!groups.has(group)) return `${where}: "${group}" is not a group of delegatedDevices`;
+    if (!RESOURCE_NAME.test(group)) {
+      return `${where}: "${group}" cannot be a resource name ferry.dev/${group} (at most 63 characters, a letter or digit at both ends)`;
+    }
+  }
+  return undefined;
+}
+
+const RESOURCE_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
 /** Two listeners on one port: the second could not bind, and ferryd would fail after its start-up work. */
 function listenerProblem({ tcp, metrics }: FerrydConfig): string | undefined {

@@ -45,12 +45,14 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
     const podModule = config.cluster?.kubernetes?.pods ? await import('./pods/build') : undefined;
+    const pluginModule = config.devicePlugin ? await import('./device-plugin/build') : undefined;
     const { deps, reconciler, drainer, background } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
       ...(podModule ? { podServices: podModule.buildPodServices } : {}),
+      ...(pluginModule ? { devicePlugin: pluginModule.buildDevicePlugin } : {}),
     });
     // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
     // drains), the drainer finishes its pass, and only then the store closes.

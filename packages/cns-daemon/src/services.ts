@@ -18,6 +18,8 @@ import { buildCluster } from './cluster/build';
 import type { ClusterController } from './cluster/controller';
 import type { createKubePeerSource } from './cluster/kube-source';
 import { registerClusterMetrics } from './cluster/metrics';
+import type { buildDevicePlugin, DevicePlugin } from './device-plugin/build';
+import { servedGroupsOf } from './device-plugin/served';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
@@ -49,6 +51,8 @@ export interface Services {
   deps: AppDeps;
   /** This node's pods, when `cluster.kubernetes.pods` is set (also in `background`: startDaemon starts it). */
   pods?: PodServices;
+  /** The kubelet's device plugin, when `devicePlugin` is set (also in `background`). */
+  devicePlugin?: DevicePlugin;
   reconciler: Reconciler;
   drainer: Drainer;
   /** The optional parts the config asks for (cluster networking); startDaemon starts them. */
@@ -63,6 +67,8 @@ export interface ServiceOptions {
   kubeSource?: typeof createKubePeerSource;
   /** The pod services, loaded when `cluster.kubernetes.pods` is set (for the same reason). */
   podServices?: typeof buildPodServices;
+  /** The device plugin, loaded when `devicePlugin` is set (it brings gRPC). */
+  devicePlugin?: typeof buildDevicePlugin;
 }
 
 interface Stores {
@@ -87,9 +93,19 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     config.tenancy,
     config.delegatedDevices.map((d) => d.group),
   );
-  const attachments = attachmentsOf(config, db, stores, { ipam, pci, tenancy }, metrics, opts);
+  const served = servedGroupsOf(config);
+  const attachments = attachmentsOf(config, db, stores, { ipam, pci, tenancy, served }, metrics, opts);
   const ip = new Ip(new Iproute2(nodeRunner));
-  const inventory = new Inventory({ db, devices: stores.devices, ip, config: config.delegatedDevices, log, now, pci });
+  const inventory = new Inventory({
+    db,
+    devices: stores.devices,
+    ip,
+    config: config.delegatedDevices,
+    log,
+    now,
+    pci,
+    served,
+  });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const reconciler = reconcilerOf(config, { attachments, ipam, inventory, drainer, storage }, stores, opts);
   // Queued DELs that waited for the disk are applied now rather than at the next rescan.
@@ -98,10 +114,12 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
   const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
   const lifecycle = new Lifecycle();
+  const devicePlugin = buildDevicePluginOf(config, served, inventory, metrics, opts);
+  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
   const operator = operatorOf(
     db,
     stores,
-    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy },
+    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin },
     now,
   );
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
@@ -116,11 +134,24 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping, pods },
+    deps: {
+      attachments,
+      writes: new GroupCommit(db),
+      ipam,
+      operator,
+      lifecycle,
+      storage,
+      metrics,
+      log,
+      ping,
+      pods,
+      devicePlugin,
+    },
     reconciler,
     drainer,
     ...(pods ? { pods } : {}),
-    background: [...(cluster ? [cluster] : []), ...(pods ? [pods] : [])],
+    ...(devicePlugin ? { devicePlugin } : {}),
+    background: [...(cluster ? [cluster] : []), ...(pods ? [pods] : []), ...(devicePlugin ? [devicePlugin] : [])],
   };
 }
 
@@ -138,7 +169,7 @@ function attachmentsOf(
   config: FerrydConfig,
   db: Db,
   stores: Stores,
-  parts: { ipam: Ipam; pci: PciAddresses; tenancy: Tenancy },
+  parts: { ipam: Ipam; pci: PciAddresses; tenancy: Tenancy; served: ReadonlySet<string> },
   metrics: Metrics,
   opts: ServiceOptions,
 ): Attachments {
@@ -181,10 +212,11 @@ function operatorOf(
     reconciler: Reconciler;
     ip: Ip;
     cluster: ClusterController | undefined;
+    devicePlugin: DevicePlugin | undefined;
   },
   now: () => number,
 ): Operator {
-  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy } = parts;
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin } = parts;
   const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -196,7 +228,14 @@ function operatorOf(
     invariants: new Invariants(db, ipam),
     inventory,
     drainer,
-    nodeChecks: new NodeChecks({ attachmentStore, devices, drainer, ip, ...inCluster }),
+    nodeChecks: new NodeChecks({
+      attachmentStore,
+      devices,
+      drainer,
+      ip,
+      ...inCluster,
+      ...(devicePlugin ? { devicePlugin } : {}),
+    }),
     ...inCluster,
     now,
     reconcile: () => reconciler.runOnce(),
@@ -261,5 +300,24 @@ function buildPods(
     pciAddressOf: (mac) => pci.pciOf(mac),
     resyncMs: config.reconcile.intervalSec * 1000,
     log: opts.log,
+  });
+}
+
+/** The device plugin, when configured: its device lists are the inventory's. */
+function buildDevicePluginOf(
+  config: FerrydConfig,
+  served: ReadonlySet<string>,
+  inventory: Inventory,
+  metrics: Metrics,
+  opts: ServiceOptions,
+): DevicePlugin | undefined {
+  if (!config.devicePlugin) return undefined;
+  if (!opts.devicePlugin) throw new Error('devicePlugin is set but the device plugin was not loaded');
+  return opts.devicePlugin({
+    config: config.devicePlugin,
+    served,
+    devices: () => inventory.list(),
+    log: opts.log,
+    registry: metrics.registry,
   });
 }

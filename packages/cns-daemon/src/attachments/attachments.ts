@@ -23,7 +23,7 @@ import type { DeviceStore } from '../store/devices';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import type { JournalDir } from './commit-journal';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
-import { NicChoice, type WantedDevice } from './nic-choice';
+import { type KubeletAllocation, NicChoice, type WantedDevice } from './nic-choice';
 import { addressesOf, routesOf, toRecord } from './records';
 import { Tenancy } from './tenancy';
 
@@ -42,6 +42,8 @@ export interface AttachmentsDeps {
   tenancy?: Tenancy;
   /** sysfs, for devices by PCI address (default: none can be asked for by one). */
   pci?: PciAddresses;
+  /** The device groups served to the kubelet as resources (default: none). */
+  served?: ReadonlySet<string>;
 }
 
 /** The key of one attachment. */
@@ -62,6 +64,7 @@ export class Attachments {
       attachmentStore: deps.attachmentStore,
       tenancy: deps.tenancy ?? new Tenancy({ deviceGroups: [], staticAddresses: [] }, []),
       ...(deps.pci ? { pci: deps.pci } : {}),
+      ...(deps.served ? { served: deps.served } : {}),
       hasNetwork: (name) => deps.ipam.networks().some((n) => n.config.name === name),
     });
   }
@@ -87,9 +90,14 @@ export class Attachments {
    * Idempotent per (network, containerId, ifName) until commit: the same request returns the same plan
    * (an ADD retried after it was interrupted). `created` tells a new attachment from a repeated one.
    * `nics`: the pod's `ferry.dev/nics` annotation, when it has one (it decides the delegated NICs:
-   * nic-choice.ts); a request it refuses stores nothing.
+   * nic-choice.ts); `allocated`: the devices the kubelet allocated to the pod, when ferryd serves groups
+   * to it. A request it refuses stores nothing.
    */
-  allocate(req: AllocateRequest, nics?: PodNics): { plan: Allocation; created: boolean } {
+  allocate(
+    req: AllocateRequest,
+    nics?: PodNics,
+    allocated?: KubeletAllocation,
+  ): { plan: Allocation; created: boolean } {
     return this.#tx(() => {
       const { attachmentStore, ipam } = this.#deps;
       const existing = attachmentStore.getAttachment(req.containerId, req.ifName);
@@ -114,7 +122,7 @@ export class Attachments {
         );
       }
       const net = ipam.network(req.network);
-      const wanted = this.#choice.choose(req, net.config, others, nics);
+      const wanted = this.#choice.choose(req, net.config, others, nics, allocated);
       const now = this.#deps.now();
       const attachment = attachmentStore.insertAttachment({
         network: req.network,

@@ -8,6 +8,12 @@
  * - a secondary network's (`infraNIC: false`) attachment: one device under CNI_IFNAME, the one the runtime
  *   names (`runtimeConfig.deviceID`), else the annotation's entry for this network, else the conflist's.
  *
+ * A group ferryd serves to the kubelet as a resource (`ferry.dev/<group>`, device-plugin/) is the
+ * kubelet's to give: its devices go only to the pod the kubelet allocated them to (`allocated`, from the
+ * kubelet's pod-resources API, or the runtime's deviceID), never from the free pool, a reservation or a
+ * conflist's count; a pod with no allocation gets none of them. The annotation places them (`network`)
+ * and names and addresses them; the ones it does not mention go to the pod's primary attachment.
+ *
  * An annotation is a tenant's request (whoever may create a pod may write it), so all of it is checked at
  * every attachment of its pod against what exists and what the namespace may have (tenancy.ts): an unknown
  * network, group or device, a group not bound to the namespace, a static address outside its ranges or
@@ -46,6 +52,12 @@ export class PodNicRefusal extends CniError {
   }
 }
 
+/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
+export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
+
+/** The extended resource a served group is (the kubelet's name for it). */
+export const resourceOf = (group: string) => `ferry.dev/${group}`;
+
 /** One device an attachment gets, and what its interface row stores. */
 export interface WantedDevice {
   row: DeviceRow;
@@ -65,6 +77,16 @@ export interface NicChoiceDeps {
   pci?: PciAddresses;
   /** Whether ferryd has the network (an annotation entry's `network`). */
   hasNetwork(name: string): boolean;
+  /** The groups served to the kubelet as resources (none: the device plugin is off). */
+  served?: ReadonlySet<string>;
+}
+
+/** Who gets the pod's allocated devices: annotation entries (by index), and the rest (its primary attachment). */
+interface Grant {
+  byEntry: ReadonlyMap<number, DeviceRow>;
+  rest: readonly DeviceRow[];
+  /** Every allocated device's MAC; undefined when the kubelet was not asked (the device plugin is off, no pod). */
+  all: ReadonlySet<string> | undefined;
 }
 
 /** One entry of the annotation, checked, with the device it names (by mac or pciAddress). */
@@ -82,38 +104,128 @@ interface Asker {
 }
 
 const isPciAddress = (s: string) => z.safeParse(PciAddressSchema, s).success;
+const isMac = (s: string) => /^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/i.test(s);
 const normalMac = (mac: string) => mac.toLowerCase().replaceAll('-', ':');
 
 export class NicChoice {
   readonly #deps: NicChoiceDeps;
+  readonly #served: ReadonlySet<string>;
 
   constructor(deps: NicChoiceDeps) {
     this.#deps = deps;
+    this.#served = deps.served ?? new Set();
   }
 
   /**
    * The devices attachment `req` gets on `net`, its container's other interfaces being `others`; `nics`
-   * is the pod's annotation when it has one. Throws PodNicRefusal (or InvalidConfig for a conflist or
-   * runtime that asks for what a network cannot do).
+   * is the pod's annotation when it has one, `allocated` what the kubelet allocated to it. Throws
+   * PodNicRefusal (or InvalidConfig for a conflist or runtime that asks for what a network cannot do).
    */
   choose(
     req: AllocateRequest,
     net: NetworkConfig,
     others: readonly InterfaceRow[],
     nics: PodNics | undefined,
+    allocated?: KubeletAllocation,
   ): WantedDevice[] {
     const who = askerOf(req);
     const asked = nics && who.namespace ? this.#checkAnnotation(who, who.namespace, nics) : undefined;
-    if (!net.infraNIC) return [this.#secondary(req, who, asked, others)];
+    const grant = this.#grant(who, asked ?? [], allocated);
+    if (!net.infraNIC) return [this.#secondary(req, who, asked, others, grant)];
     const wanted = this.#reserved(req, who, others);
     const mine = asked?.filter(
       (a) => a.nic.network === req.network || (!a.nic.network && req.ifName === PRIMARY_IF_NAME),
     );
     if (mine) {
       checkNames(req, who, mine, others);
-      wanted.push(...this.#fromAnnotation(who, mine, wanted, others));
-    } else if (req.delegatedNICs) wanted.push(...this.#fromConflist(who, req.delegatedNICs, req.delegatedNICs.count));
+      const [kubelets, own] = partition(mine, (a) => this.#isServed(a));
+      wanted.push(...this.#fromAnnotation(who, own, wanted, others));
+      for (const a of kubelets) {
+        const row = grant.byEntry.get(a.index) as DeviceRow;
+        this.#checkFree(row, who, `${entryOf(who, a)}: device ${row.mac}`, others);
+        wanted.push(wantedOf(row, a.nic, a.nic.ifName));
+      }
+    } else if (req.delegatedNICs && !this.#served.has(req.delegatedNICs.group)) {
+      wanted.push(...this.#fromConflist(who, req.delegatedNICs, req.delegatedNICs.count));
+    }
+    if (req.ifName === PRIMARY_IF_NAME) {
+      for (const row of grant.rest) {
+        this.#checkFree(row, who, `device ${row.mac} (${resourceOf(row.grp)}, allocated by the kubelet)`, others);
+        wanted.push({ row, statics: [], routes: [], pooled: false });
+      }
+    }
     return wanted;
+  }
+
+  /** True when the entry's device is a served group's: the kubelet's allocation gives it. */
+  #isServed(a: Asked): boolean {
+    const group = a.row?.grp ?? a.nic.group;
+    return group !== undefined && this.#served.has(group);
+  }
+
+  /**
+   * The pod's allocated devices of served groups, each to an annotation entry (those naming a device
+   * first, then those naming a group, in order) or to the rest. The same for every attachment of the
+   * pod, so each takes its own share. An entry of a served group with no allocated device left, or
+   * naming a device the kubelet gave to someone else, is refused.
+   */
+  #grant(who: Asker, asked: readonly Asked[], allocated: KubeletAllocation | undefined): Grant {
+    const rows = new Map<string, DeviceRow>();
+    for (const [group, ids] of allocated ?? []) {
+      if (!this.#served.has(group)) continue;
+      for (const id of [...ids].sort()) {
+        const row = this.#byMac(id);
+        if (!row || row.grp !== group) {
+          throw new PodNicRefusal(
+            'unknown',
+            `${who.pod}: the kubelet allocated ${resourceOf(group)} device ${id}, which is not a device of group "${group}" in ferryd's inventory`,
+          );
+        }
+        if (!this.#deps.tenancy.mayGive(group, who.namespace)) {
+          throw new PodNicRefusal(
+            'not-allowed',
+            `${who.pod}: the kubelet allocated it ${resourceOf(group)}, but the group is bound to other namespaces`,
+          );
+        }
+        rows.set(row.mac, row);
+      }
+    }
+    const served = asked.filter((a) => this.#isServed(a));
+    const byEntry = new Map<number, DeviceRow>();
+    const claimed = new Set<string>();
+    for (const a of served) {
+      if (!a.row) continue;
+      const resource = resourceOf(a.row.grp);
+      if (!rows.has(a.row.mac)) {
+        throw new PodNicRefusal(
+          'not-allowed',
+          `${entryOf(who, a)}: device ${a.row.mac} is of ${resource}, which the kubelet allocates, and the kubelet did not allocate it to this pod`,
+        );
+      }
+      if (claimed.has(a.row.mac))
+        throw new PodNicRefusal('unavailable', `${entryOf(who, a)}: device ${a.row.mac} is asked for twice`);
+      claimed.add(a.row.mac);
+      byEntry.set(a.index, a.row);
+    }
+    for (const a of served) {
+      if (a.row) continue;
+      const group = a.nic.group as string;
+      const row = [...rows.values()].find((r) => r.grp === group && !claimed.has(r.mac));
+      if (!row) {
+        const n = [...rows.values()].filter((r) => r.grp === group).length;
+        throw new PodNicRefusal(
+          'unavailable',
+          `${entryOf(who, a)}: group "${group}" is the resource ${resourceOf(group)}, which the kubelet allocates: it allocated this pod ${n}, fewer than the annotation asks for (ask with resources.limits: {${resourceOf(group)}: N})`,
+        );
+      }
+      claimed.add(row.mac);
+      byEntry.set(a.index, row);
+    }
+    return {
+      byEntry,
+      rest: [...rows.values()].filter((r) => !claimed.has(r.mac)),
+      all: allocated ? new Set(rows.keys()) : undefined,
+    };
   }
 
   /** Every entry against what exists on this node and what the namespace may have. */
@@ -135,7 +247,7 @@ export class NicChoice {
             `no device group "${nic.group}" on this node (${openGroups(namespace, open)})`,
           );
         }
-        if (!tenancy.mayAsk(nic.group, namespace)) {
+        if (!this.#mayAsk(nic.group, namespace)) {
           throw refuse('not-allowed', 'group', `namespace ${namespace} may not use device group "${nic.group}"`);
         }
         return { index, nic };
@@ -143,11 +255,21 @@ export class NicChoice {
       const [field, row] = nic.mac !== undefined ? ['mac', this.#byMac(nic.mac)] : ['pciAddress', this.#byPci(nic)];
       const named = nic.mac ?? nic.pciAddress ?? '';
       if (!row) throw refuse('unknown', field, `no delegatable device ${named} on this node`);
-      if (!tenancy.mayAsk(row.grp, namespace)) {
+      if (!this.#mayAsk(row.grp, namespace)) {
         throw refuse('not-allowed', field, `namespace ${namespace} may not use device ${named}`);
       }
       return { index, nic, row };
     });
+  }
+
+  /**
+   * A served group's devices are the kubelet's allocation, which ResourceQuota and admission govern per
+   * namespace: an annotation only names and addresses them, so a group bound to no namespace is open to it.
+   */
+  #mayAsk(group: string, namespace: string): boolean {
+    return this.#served.has(group)
+      ? this.#deps.tenancy.mayGive(group, namespace)
+      : this.#deps.tenancy.mayAsk(group, namespace);
   }
 
   /** Static addresses: only inside the ranges bound to the namespace, never one another pod holds. */
@@ -261,7 +383,8 @@ export class NicChoice {
     const own = new Set(others.map((i) => i.id));
     const out: WantedDevice[] = [];
     for (const row of this.#deps.devices.reservedFor(namespace, name)) {
-      if (row.interface_id !== null && own.has(row.interface_id)) continue;
+      // A served group's device is the kubelet's to give (Inventory.reserve refuses such reservations).
+      if (this.#served.has(row.grp) || (row.interface_id !== null && own.has(row.interface_id))) continue;
       this.#checkFree(row, who, `device ${row.mac} reserved for ${namespace}/${name}`, others);
       const reservation = reservationOf(row);
       out.push({
@@ -285,22 +408,33 @@ export class NicChoice {
     who: Asker,
     asked: readonly Asked[] | undefined,
     others: readonly InterfaceRow[],
+    grant: Grant,
   ): WantedDevice {
     const entry = asked ? entryFor(req, who, asked) : undefined;
     const attachment = `attachment ${req.containerId}/${req.ifName} of network "${req.network}"`;
     let row: DeviceRow;
     if (req.deviceId !== undefined) {
       row = this.#runtimeDevice(req.deviceId, who, attachment);
+      if (this.#served.has(row.grp) && grant.all && !grant.all.has(row.mac)) {
+        throw new PodNicRefusal(
+          'not-allowed',
+          `allocate ${attachment} for ${who.pod}: device ${req.deviceId} (runtimeConfig.deviceID) is of ${resourceOf(row.grp)}, and the kubelet did not allocate it to this pod`,
+        );
+      }
       if (entry && !(entry.row ? entry.row.mac === row.mac : entry.nic.group === row.grp)) {
         throw new PodNicRefusal(
           'malformed',
           `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${entry.index}] asks for ${entry.nic.mac ?? entry.nic.pciAddress ?? `group "${entry.nic.group}"`}, but the runtime gives ${attachment} device ${req.deviceId} (runtimeConfig.deviceID)`,
         );
       }
+    } else if (entry && this.#isServed(entry)) {
+      row = grant.byEntry.get(entry.index) as DeviceRow;
     } else if (entry?.row) {
       row = entry.row;
     } else if (entry?.nic.group !== undefined) {
       row = this.#fromAnnotation(who, [entry], [], others)[0]?.row as DeviceRow;
+    } else if (req.delegatedNICs && this.#served.has(req.delegatedNICs.group)) {
+      row = this.#allocatedFor(req.delegatedNICs.group, who, attachment, grant, others);
     } else if (req.delegatedNICs) {
       if (req.delegatedNICs.count !== 1) {
         throw new CniError(
@@ -320,19 +454,42 @@ export class NicChoice {
     return { ...wanted, ifName: req.ifName, pooled: wanted.statics.length === 0 };
   }
 
-  /** The device at the PCI address the runtime gives: in the inventory, of a group the pod's namespace may have. */
-  #runtimeDevice(deviceId: string, who: Asker, attachment: string): DeviceRow {
-    if (!isPciAddress(deviceId)) {
-      throw new CniError(
-        Code.InvalidConfig,
-        `invalid network config: runtimeConfig.deviceID "${deviceId}" of ${attachment}: not a PCI address like 0000:18:02.5`,
+  /** A secondary attachment's device of a served group from the conflist: one the kubelet allocated to the pod. */
+  #allocatedFor(
+    group: string,
+    who: Asker,
+    attachment: string,
+    grant: Grant,
+    others: readonly InterfaceRow[],
+  ): DeviceRow {
+    const held = new Set(others.map((i) => i.id));
+    const row = grant.rest.find((r) => r.grp === group && (r.interface_id === null || !held.has(r.interface_id)));
+    if (!row) {
+      throw new PodNicRefusal(
+        'unavailable',
+        `allocate ${attachment} for ${who.pod}: group "${group}" is the resource ${resourceOf(group)}, and the kubelet allocated the pod none (left) (ask with resources.limits: {${resourceOf(group)}: 1})`,
       );
     }
-    const row = this.#macAtPci(deviceId);
+    return row;
+  }
+
+  /**
+   * The device the runtime gives (a PCI address, or a device ID of Ferry's device plugin: a MAC, which
+   * the runtime has from the kubelet's allocation): in the inventory, of a group the pod's namespace may have.
+   */
+  #runtimeDevice(deviceId: string, who: Asker, attachment: string): DeviceRow {
+    const byMac = isMac(deviceId);
+    if (!byMac && !isPciAddress(deviceId)) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `invalid network config: runtimeConfig.deviceID "${deviceId}" of ${attachment}: not a PCI address like 0000:18:02.5 (or a MAC, a device ID of ferry.dev/<group>)`,
+      );
+    }
+    const row = byMac ? this.#byMac(deviceId) : this.#macAtPci(deviceId);
     if (!row) {
       throw new PodNicRefusal(
         'unknown',
-        `allocate ${attachment}: no delegatable device at PCI address ${deviceId} (runtimeConfig.deviceID) on this node`,
+        `allocate ${attachment}: no delegatable device ${byMac ? '' : 'at PCI address '}${deviceId} (runtimeConfig.deviceID) on this node`,
       );
     }
     if (!this.#deps.tenancy.mayGive(row.grp, who.namespace)) {
@@ -391,6 +548,16 @@ function checkNames(req: AllocateRequest, who: Asker, mine: readonly Asked[], ot
       );
     }
   }
+}
+
+/** How messages name an annotation entry. */
+function entryOf(who: Asker, a: Asked): string {
+  const field = a.nic.mac !== undefined ? 'mac' : a.nic.pciAddress !== undefined ? 'pciAddress' : 'group';
+  return `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${a.index}].${field}`;
+}
+
+function partition<T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] {
+  return [items.filter(test), items.filter((i) => !test(i))];
 }
 
 function askerOf(req: AllocateRequest): Asker {

@@ -33,6 +33,8 @@ export interface InventoryDeps {
   now: () => number;
   /** Told each scan's listing, to read the devices' PCI addresses again. */
   pci?: PciAddresses;
+  /** The groups served to the kubelet (its allocation gives their devices, never a reservation). */
+  served?: ReadonlySet<string>;
 }
 
 export interface ScanResult {
@@ -46,6 +48,7 @@ const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 export class Inventory {
   readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
+  #scanned: () => void = () => undefined;
 
   constructor(deps: InventoryDeps) {
     this.#deps = deps;
@@ -59,7 +62,18 @@ export class Inventory {
     return this.#deps.config.length > 0 || this.#deps.devices.all().length > 0;
   }
 
+  /** `listener` is called after every scan (the device plugin sends what changed to the kubelet). */
+  onScanned(listener: () => void): void {
+    this.#scanned = listener;
+  }
+
   async scan(): Promise<ScanResult> {
+    const result = await this.#scan();
+    this.#scanned();
+    return result;
+  }
+
+  async #scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
     const { db, devices, ip, log } = this.#deps;
     const listedAt = this.#deps.now();
@@ -182,6 +196,13 @@ export class Inventory {
   /** Pre-assigns a device to a pod by namespace/name; it is held back from group requests. */
   reserve(mac: string, req: ReservationRequest): Device {
     const m = normalMac(mac);
+    const group = this.#deps.devices.get(m)?.grp;
+    if (group !== undefined && this.#deps.served?.has(group)) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `reserve device ${m}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
+      );
+    }
     const { addresses, routes } = req;
     const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
     if (

@@ -1,14 +1,15 @@
 /**
  * The invariants only the node can answer (ferryctl doctor shows them with the store's): every
  * endpoint's netns exists, every assigned delegated device is in its pod and not on the node, and the
- * delete queue is healthy (nothing set aside, nothing waiting for long), and every peer's routes are in
- * place with no stale Ferry route left.
+ * delete queue is healthy (nothing set aside, nothing waiting for long), every peer's routes are in
+ * place with no stale Ferry route left, and every resource of the device plugin is registered.
  */
 import { existsSync } from 'node:fs';
 import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import { clusterViolations } from '../cluster/checks';
 import type { ClusterController } from '../cluster/controller';
+import type { DevicePlugin } from '../device-plugin/build';
 import type { Drainer } from '../queue/drainer';
 import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
@@ -23,6 +24,8 @@ export interface NodeChecksDeps {
   devices: DeviceStore;
   drainer: Drainer;
   ip: Ip;
+  /** The device plugin, when configured: every resource registered with the kubelet. */
+  devicePlugin?: Pick<DevicePlugin, 'status'>;
 }
 
 export class NodeChecks {
@@ -85,6 +88,14 @@ export class NodeChecks {
       });
     }
     if (this.#deps.cluster) out.push(...(await clusterViolations(this.#deps.cluster)));
+    for (const r of this.#deps.devicePlugin?.status() ?? []) {
+      if (r.registered) continue;
+      out.push({
+        kind: 'device-plugin-unregistered',
+        subject: r.resource,
+        msg: `not registered with the kubelet: ${r.lastError ?? 'no kubelet socket yet'}; pods cannot ask for it`,
+      });
+    }
     return out;
   }
 }

@@ -2,6 +2,7 @@ import { type AllocateRequest, AllocateRequestSchema, AllocationSchema } from '@
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../attachments/attachments';
+import type { DevicePlugin } from '../device-plugin/build';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
 import type { PodServices } from '../pods/build';
@@ -12,7 +13,8 @@ import { errors } from './errors';
 
 /**
  * POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. With pods
- * watched, the pod's `ferry.dev/nics` decides its delegated NICs (attachments/nic-choice.ts).
+ * watched, the pod's `ferry.dev/nics` decides its delegated NICs, and with the device plugin, the devices
+ * the kubelet allocated to it (attachments/nic-choice.ts).
  */
 export const allocationRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
@@ -22,7 +24,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   storage: Pick<StorageHealth, 'errorOf'>;
   /** This node's pods, when ferryd watches them: the intent of the pod an ADD is for. */
   pods?: PodServices;
-}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods }) => {
+  /** The device plugin, when ferryd serves groups to the kubelet: what the kubelet allocated to the pod. */
+  devicePlugin?: Pick<DevicePlugin, 'allocationOf'>;
+}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods, devicePlugin }) => {
   /**
    * The journal's files that were there when an answer went out (other pods' entries, on a busy node),
    * promoted once it is on its way; one settle per turn of the event loop however many allocations it
@@ -47,20 +51,21 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
     });
   };
   /**
-   * The pod's annotation first (from the pod cache; a pod the watch has not delivered is asked for, for
-   * at most lookupTimeoutMs, then code 11), then the allocation, which refuses what the pod may not have
-   * before anything is stored, and so before the shim builds anything.
+   * The pod's annotation (from the pod cache; a pod the watch has not delivered is asked for, for at
+   * most lookupTimeoutMs, then code 11) and the kubelet's allocation (its pod-resources API, bounded by
+   * podResourcesTimeoutMs, then code 11) first, then the allocation, which refuses what the pod may not
+   * have before anything is stored, and so before the shim builds anything.
    */
   const allocate = async (body: AllocateRequest) => {
     try {
-      const nics = await podNicsOf(pods, body.pod);
+      const [nics, allocated] = await Promise.all([podNicsOf(pods, body.pod), devicePlugin?.allocationOf(body.pod)]);
       // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
       // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
       // busy node) wait until the answer has been written.
       attachments.settleJournal({ attachment: body });
-      const allocated = await writes.run(() => attachments.allocate(body, nics));
+      const result = await writes.run(() => attachments.allocate(body, nics, allocated));
       if (nics && body.pod?.namespace && body.pod.name) pods?.refusals.clear(body.pod.namespace, body.pod.name);
-      return allocated;
+      return result;
     } catch (err) {
       pods?.refusals.note(body.pod, err);
       throw err;

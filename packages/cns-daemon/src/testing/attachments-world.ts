@@ -14,6 +14,7 @@ import type { TestContext } from 'vitest';
 import { Attachments } from '../attachments/attachments';
 import { JournalDir } from '../attachments/commit-journal';
 import { Tenancy } from '../attachments/tenancy';
+import { servedGroupsOf } from '../device-plugin/served';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
 import { Ipam } from '../ipam/ipam';
@@ -54,6 +55,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
   const log = pino({ level: 'silent' });
   const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
   const pci = new PciAddresses(config.sysfsRoot);
+  const served = servedGroupsOf(config);
   const w: World = {
     db,
     devices,
@@ -63,7 +65,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
     devicesReleased: 0,
     podsChanged: [],
     settled: [],
-    inventory: new Inventory({ db, devices, ip, config: [], log, now, pci }),
+    inventory: new Inventory({ db, devices, ip, config: [], log, now, pci, served }),
     attachments: new Attachments({
       db,
       attachmentStore: new AttachmentStore(db),
@@ -74,6 +76,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
         config.delegatedDevices.map((d) => d.group),
       ),
       pci,
+      served,
       now,
       journal,
       log,

@@ -91,6 +91,7 @@ export const ViolationSchema = z.strictObject({
     'peer-unroutable',
     'cluster-entry-stale',
     'cluster-sync-failing',
+    'device-plugin-unregistered',
   ]),
   /** What it is about: an address, a containerId/ifName, a MAC, a peer node. */
   subject: z.string(),

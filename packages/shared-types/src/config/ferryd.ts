@@ -242,6 +242,23 @@ export const ClusterConfigSchema = z.strictObject({
 });
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;
 
+/** The kubelet's device plugin API, for delegated-device groups (docs/device-plugin.md). */
+export const DevicePluginConfigSchema = z.strictObject({
+  kubeletDir: doc(
+    z._default(absolutePath(), '/var/lib/kubelet'),
+    "The kubelet's directory: ferryd registers on `<kubeletDir>/device-plugins/kubelet.sock`, serves each resource on its own socket beside it (`ferry-<group>.sock`), and asks `<kubeletDir>/pod-resources/kubelet.sock` which devices the kubelet allocated to a pod.",
+  ),
+  groups: doc(
+    z.optional(z.array(NetworkNameSchema.clone()).check(z.minLength(1))),
+    "The device groups served as the resources `ferry.dev/<group>` (each a name Kubernetes takes: at most 63 characters, ending in a letter or digit). Default: every group of `delegatedDevices`. A served group's devices go only to the pods the kubelet allocated them to.",
+  ),
+  podResourcesTimeoutMs: doc(
+    z._default(z.number().check(z.int(), z.minimum(100), z.maximum(MAX_POD_LOOKUP_TIMEOUT_MS)), 2000),
+    "How long an ADD may wait for the kubelet's pod-resources answer before it fails with code 11 (try again later).",
+  ),
+});
+export type DevicePluginConfig = z.infer<typeof DevicePluginConfigSchema>;
+
 export const FerrydConfigSchema = z.strictObject({
   socket: doc(
     z._default(absolutePath(), DEFAULT_SOCKET),
@@ -275,6 +292,10 @@ export const FerrydConfigSchema = z.strictObject({
   tenancy: doc(
     z._default(TenancyConfigSchema, { deviceGroups: [], staticAddresses: [] }),
     'Who may ask for what through `ferry.dev/nics`: device groups and static-address ranges bound to namespaces (docs/pod-nics.md).',
+  ),
+  devicePlugin: doc(
+    z.optional(DevicePluginConfigSchema),
+    'Serve the delegated-device groups to the kubelet as resources `ferry.dev/<group>` (off by default): pods ask with `resources.limits`, the scheduler places them where a device is free, and an ADD gives a pod the devices the kubelet allocated to it.',
   ),
   sysfsRoot: doc(
     z._default(absolutePath(), '/sys'),
