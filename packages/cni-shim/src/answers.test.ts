@@ -11,6 +11,7 @@ const infraPlan = {
   endpointId: 'c1',
   hostVethName: 'fry1a2b3c4d5e6',
   hostVethMac: 'ee:ee:ee:ee:ee:ee',
+  hostVethAlias: 'ferry:gen=1 net=ferry if=eth0 ctr=c1 ns=/var/run/netns/p',
   addresses: [v4, v6],
   routes: [
     { dst: '0.0.0.0/0', gw: '169.254.1.1' },
@@ -79,6 +80,7 @@ const ENDPOINTS = [
         deviceMac: '02:00:00:00:00:01',
         addresses: delegatedPlan.addresses,
         routes: delegatedPlan.routes,
+        adoptedAt: '2026-12-01T08:00:00.000Z',
       },
     ],
   },

@@ -55,6 +55,7 @@ const isInfraPlan = strictObject(
     endpointId: isString,
     hostVethName: isIfName,
     hostVethMac: isMac,
+    hostVethAlias: maxLength(255),
     addresses: arrayOf(isAddress),
     routes: arrayOf(isRoute),
   },
@@ -102,7 +103,14 @@ const isInterfaceRecord = strictObject(
     createdAt: isString,
     updatedAt: isString,
   },
-  { mac: isMac, containerIfIndex: isInt, hostVethName: isIfName, hostIfName: isIfName, deviceMac: isMac },
+  {
+    mac: isMac,
+    containerIfIndex: isInt,
+    hostVethName: isIfName,
+    hostIfName: isIfName,
+    deviceMac: isMac,
+    adoptedAt: isString,
+  },
 );
 const isEndpoint = strictObject({ containerId: isString, interfaces: arrayOf(isInterfaceRecord) });
 const isReleaseResult = strictObject(

@@ -12,6 +12,7 @@ import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
+import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
 import { reservationOf } from '../devices/inventory';
@@ -55,6 +56,11 @@ interface WantedDevice {
 export class Attachments {
   readonly #d: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
+  /**
+   * When each attachment key was last asked to be released (found or not): the node-state adoption reads
+   * a host veth outside any transaction, and must not bring back an attachment whose DEL ran meanwhile.
+   */
+  readonly #releasesAsked = new Map<string, number>();
 
   constructor(deps: AttachmentsDeps) {
     this.#d = deps;
@@ -265,6 +271,7 @@ export class Attachments {
    */
   releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
     return this.#tx(() => {
+      this.#releasesAsked.set(`${entry.containerId}/${entry.ifName}`, this.#d.now());
       const a = this.#d.endpoints.getAttachment(entry.containerId, entry.ifName);
       if (!a || a.network !== entry.network) return 'absent';
       if (a.updated_at_ms > Date.parse(entry.queuedAt)) return 'stale';
@@ -386,8 +393,22 @@ export class Attachments {
     }
   }
 
+  /**
+   * Whether a release of (containerId, ifName) was asked for at or after `sinceMs` (node-state/adoption.ts).
+   * Entries older than `sinceMs` are dropped: the adoption pass asks once per pass, with its start.
+   */
+  releaseAskedSince(containerId: string, ifName: string, sinceMs: number): boolean {
+    return (this.#releasesAsked.get(`${containerId}/${ifName}`) ?? Number.NEGATIVE_INFINITY) >= sinceMs;
+  }
+
+  /** Forgets the release requests older than `beforeMs` (the adoption pass, once it is done). */
+  forgetReleasesBefore(beforeMs: number): void {
+    for (const [key, atMs] of this.#releasesAsked) if (atMs < beforeMs) this.#releasesAsked.delete(key);
+  }
+
   /** The attachment a release names, unless it is unknown, of another network or another generation. */
   #releasable(containerId: string, network: string, ifName: string, generation?: number): AttachmentRow | undefined {
+    this.#releasesAsked.set(`${containerId}/${ifName}`, this.#d.now());
     const a = this.#d.endpoints.getAttachment(containerId, ifName);
     if (!a || a.network !== network) return undefined;
     return generation === undefined || a.id === generation ? a : undefined;
@@ -425,6 +446,13 @@ export class Attachments {
           endpointId: i.endpoint_id,
           hostVethName: i.host_veth_name ?? hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
+          hostVethAlias: hostVethMarkerOf({
+            generation: a.id,
+            network: a.network,
+            ifName: a.if_name,
+            containerId: a.container_id,
+            netns: a.netns,
+          }),
           addresses,
           routes: routesOf(i),
           ...(net.config.mtu ? { mtu: net.config.mtu } : {}),
