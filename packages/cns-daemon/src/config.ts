@@ -41,6 +41,7 @@ const ENV_KEYS = {
   FERRY_DATABASE: 'database',
   FERRY_DELETE_QUEUE: 'deleteQueue',
   FERRY_LOG_LEVEL: 'logLevel',
+  FERRY_BOOT_ID_PATH: 'bootIdPath',
 } as const;
 
 /** Parses ferryd's argv (without node and script). Unknown flags are an InvalidConfig error. */

@@ -8,12 +8,15 @@ import { buildApp, type FerrydApp } from './app';
 import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
 import type { Lifecycle } from './lifecycle';
+import { recordRecovery } from './node-state/build';
 import { buildServices } from './services';
 import { prepareSocketPath, restrictSocket } from './socket';
 import { openDatabase } from './store/db';
 
 /** How long start-up waits for shims that are writing to the delete queue. */
 const QUEUE_LOCK_WAIT_MS = 10_000;
+/** Corrupt databases kept next to the database for the post-mortem (the oldest go first). */
+const KEEP_CORRUPT = 3;
 
 export interface DaemonOptions {
   log: Logger;
@@ -33,7 +36,18 @@ export interface Daemon {
 
 export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
-  const store = openDatabase(config.database, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+  const store = openDatabase(config.database, {
+    ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
+    recoverCorrupt: { keep: KEEP_CORRUPT },
+  });
+  if (store.recovered) {
+    const { reason, movedTo, removed } = store.recovered;
+    log.error(
+      { database: config.database, movedTo, reason, removedOlderCopies: removed },
+      'database corrupt: moved aside, starting with an empty one and rebuilding the endpoints from the node',
+    );
+    recordRecovery(store.db, store.recovered);
+  }
   // Undone in this order on stop, or on a failed start.
   const cleanups: (() => Promise<void> | void)[] = [() => store.close()];
   const undo = async () => {

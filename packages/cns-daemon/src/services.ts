@@ -20,6 +20,7 @@ import { JournalDir } from './endpoints/commit-journal';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { Metrics } from './metrics';
+import { buildNodeState } from './node-state/build';
 import { Operator } from './operator';
 import { Drainer } from './queue/drainer';
 import { readinessOf } from './readiness';
@@ -84,12 +85,28 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
+  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
+  const nodeState = buildNodeState({
+    db,
+    database: config.database,
+    bootIdPath: config.bootIdPath,
+    endpoints,
+    pools,
+    devices,
+    ipam,
+    attachments,
+    ip,
+    log,
+    now,
+  });
   const reconciler = new Reconciler({
     attachments,
     ipam,
     inventory,
     drainer,
     stale,
+    boot: nodeState.boot,
+    adoption: nodeState.adoption,
     storage,
     log,
     now,
@@ -105,7 +122,14 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     invariants,
     inventory,
     drainer,
-    nodeChecks: new NodeChecks({ endpoints, devices, drainer, ip, ...(cluster ? { cluster } : {}) }),
+    nodeChecks: new NodeChecks({
+      endpoints,
+      devices,
+      drainer,
+      ip,
+      nodeState: () => nodeState.violations(),
+      ...(cluster ? { cluster } : {}),
+    }),
     ...(cluster ? { cluster } : {}),
     now,
     reconcile: () => reconciler.runOnce(),
@@ -143,6 +167,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     { defaultMetrics: opts.defaultMetrics },
   );
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
+  nodeState.registerMetrics(metrics.registry);
   const ping = () => {
     db.prepare('SELECT 1').get();
   };

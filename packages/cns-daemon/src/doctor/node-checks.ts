@@ -1,8 +1,8 @@
 /**
  * The invariants only the node can answer (ferryctl doctor shows them with the store's): every
  * endpoint's netns exists, every assigned delegated device is in its pod and not on the node, and the
- * delete queue is healthy (nothing set aside, nothing waiting for long), and every peer's routes are in
- * place with no stale Ferry route left.
+ * delete queue is healthy (nothing set aside, nothing waiting for long), every peer's routes are in
+ * place with no stale Ferry route left, and no corrupt database waits for its post-mortem.
  */
 import { existsSync } from 'node:fs';
 import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
@@ -23,6 +23,8 @@ export interface NodeChecksDeps {
   devices: DeviceStore;
   drainer: Drainer;
   ip: Ip;
+  /** What the node-state module reports (a corrupt database moved aside). */
+  nodeState?: () => Violation[];
 }
 
 export class NodeChecks {
@@ -83,6 +85,7 @@ export class NodeChecks {
       });
     }
     if (this.#d.cluster) out.push(...(await clusterViolations(this.#d.cluster)));
+    out.push(...(this.#d.nodeState?.() ?? []));
     return out;
   }
 }

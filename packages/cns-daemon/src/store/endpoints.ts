@@ -95,6 +95,7 @@ export class EndpointStore {
       state: 'allocated',
       created_at_ms: a.nowMs,
       updated_at_ms: a.nowMs,
+      adopted_at_ms: null,
     };
     return { id: Number(this.#insertAttachment.run(row).lastInsertRowid), ...row };
   }

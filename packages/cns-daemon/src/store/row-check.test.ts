@@ -25,6 +25,7 @@ const attachment = {
   state: 'committed',
   created_at_ms: 1_796_000_000_000,
   updated_at_ms: 1_796_000_000_500,
+  adopted_at_ms: null,
 };
 const iface = {
   id: 9,
@@ -68,7 +69,7 @@ const pool = { id: 1, network: 'ferry', family: 6, subnet: 'fd00::/64', cursor_h
 
 holdToSchema(
   'attachment row',
-  [attachment, { ...attachment, state: 'allocated' }],
+  [attachment, { ...attachment, state: 'allocated' }, { ...attachment, adopted_at_ms: 1_796_000_000_900 }],
   acceptWith(AttachmentRowSchema),
   AttachmentRowSchema,
 );

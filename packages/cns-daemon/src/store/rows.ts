@@ -31,6 +31,7 @@ export const AttachmentRowSchema = z.object({
   state: InterfaceStateSchema,
   created_at_ms: Int,
   updated_at_ms: Int,
+  adopted_at_ms: OptInt,
 });
 export type AttachmentRow = z.infer<typeof AttachmentRowSchema>;
 

@@ -1,0 +1,81 @@
+/**
+ * Reboots. The kernel's boot id (/proc/sys/kernel/random/boot_id) changes on every boot; ferryd keeps the
+ * one it last started under. Under a new one, nothing of the old boot can still use an address: every
+ * endpoint whose netns is gone is released at once (no stale grace period), and every address cooling
+ * down becomes Available (no cooldown), so a full node's new pods never meet a pool the old boot holds.
+ */
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Attachments } from '../endpoints/attachments';
+import type { EndpointStore } from '../store/endpoints';
+import type { NodeStateStore } from '../store/node-state';
+import type { PoolStore } from '../store/pools';
+import { isLiveNetns } from './netns';
+
+export interface BootCheckDeps {
+  /** Where the boot id is read (tests point it at a file of their own). */
+  bootIdPath: string;
+  nodeState: NodeStateStore;
+  endpoints: EndpointStore;
+  pools: PoolStore;
+  attachments: Attachments;
+  log: Logger;
+  /** Counts endpoints released because the node rebooted (the metric). */
+  onReleased?: (n: number) => void;
+}
+
+export class BootCheck {
+  readonly #d: BootCheckDeps;
+  #checked = false;
+
+  constructor(deps: BootCheckDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Once per process (the first reconcile pass, before ready): compares the boot id with the stored one
+   * and, on a new boot, releases what the old boot left. Returns how many endpoints it released.
+   */
+  releaseAfterReboot(): number {
+    if (this.#checked) return 0;
+    const { nodeState, endpoints, pools, attachments, log } = this.#d;
+    const bootId = this.#readBootId();
+    this.#checked = true;
+    if (bootId === undefined) return 0;
+    const previous = nodeState.get('boot_id');
+    if (previous === bootId) return 0;
+    nodeState.set('boot_id', bootId);
+    if (previous === undefined) return 0;
+    let released = 0;
+    for (const a of endpoints.allAttachments()) {
+      if (isLiveNetns(a.netns)) continue;
+      attachments.release(a.container_id, a.network, a.if_name, a.id);
+      released++;
+    }
+    const cooled = pools.dropCooling();
+    log.warn(
+      { bootId, previousBootId: previous, released, cooledDown: cooled },
+      'new boot: endpoints whose netns is gone released and cooling addresses freed at once',
+    );
+    if (released > 0) this.#d.onReleased?.(released);
+    return released;
+  }
+
+  #readBootId(): string | undefined {
+    try {
+      const id = readFileSync(this.#d.bootIdPath, 'utf8').trim();
+      if (id) return id;
+    } catch (err) {
+      this.#d.log.warn(
+        { err, path: this.#d.bootIdPath },
+        'cannot read the boot id: reboots are found by the netns check alone',
+      );
+      return undefined;
+    }
+    this.#d.log.warn(
+      { path: this.#d.bootIdPath },
+      'the boot id file is empty: reboots are found by the netns check alone',
+    );
+    return undefined;
+  }
+}

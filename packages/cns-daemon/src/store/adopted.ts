@@ -1,0 +1,93 @@
+/**
+ * What adoption (node-state/adoption.ts) writes beyond EndpointStore: an attachment rebuilt from the
+ * node under the generation its marker names, and the generation sequence kept above every generation
+ * the node shows. Statements are prepared once; callers own transactions.
+ */
+import * as z from 'zod';
+import type { Db } from './db';
+import { type AttachmentRow, AttachmentRowSchema, parseRow } from './rows';
+
+const SeqSchema = z.nullable(z.int());
+
+export interface NewAdoptedAttachment {
+  /** The marker's generation: the attachment's id, unless another attachment already has that id. */
+  generation: number;
+  network: string;
+  containerId: string;
+  ifName: string;
+  netns: string;
+}
+
+export class AdoptedStore {
+  readonly #insert;
+  readonly #idTaken;
+  readonly #sequence;
+  readonly #setSequence;
+  readonly #startSequence;
+  readonly #adopted;
+  readonly #countAdopted;
+
+  constructor(db: Db) {
+    this.#insert = db.prepare(
+      `INSERT INTO attachments (id, network, container_id, if_name, netns, state, created_at_ms, updated_at_ms, adopted_at_ms)
+       VALUES (@id, @network, @containerId, @ifName, @netns, 'committed', @nowMs, @nowMs, @nowMs)`,
+    );
+    this.#idTaken = db.prepare('SELECT 1 FROM attachments WHERE id = ?').pluck();
+    // AUTOINCREMENT keeps the largest id ever handed out here; attachments' ids are their generations.
+    this.#sequence = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'attachments'`).pluck();
+    this.#setSequence = db.prepare(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'attachments' AND seq < ?`);
+    this.#startSequence = db.prepare(
+      `INSERT INTO sqlite_sequence (name, seq) SELECT 'attachments', ?
+       WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'attachments')`,
+    );
+    this.#adopted = db.prepare('SELECT * FROM attachments WHERE adopted_at_ms IS NOT NULL ORDER BY id');
+    this.#countAdopted = db.prepare('SELECT count(*) FROM attachments WHERE adopted_at_ms IS NOT NULL').pluck();
+  }
+
+  /** Inserts a committed, adopted attachment; returns the row as written. */
+  insert(a: NewAdoptedAttachment, nowMs: number): AttachmentRow {
+    const id = this.#idTaken.get(a.generation) === undefined ? a.generation : null;
+    const info = this.#insert.run({
+      id,
+      network: a.network,
+      containerId: a.containerId,
+      ifName: a.ifName,
+      netns: a.netns,
+      nowMs,
+    });
+    return {
+      id: Number(info.lastInsertRowid),
+      network: a.network,
+      container_id: a.containerId,
+      if_name: a.ifName,
+      netns: a.netns,
+      pod_namespace: null,
+      pod_name: null,
+      pod_uid: null,
+      pod_infra_container_id: null,
+      state: 'committed',
+      created_at_ms: nowMs,
+      updated_at_ms: nowMs,
+      adopted_at_ms: nowMs,
+    };
+  }
+
+  /** The largest generation this database has handed out (0 before the first). */
+  sequence(): number {
+    return parseRow(SeqSchema, this.#sequence.get() ?? null, 'sqlite_sequence') ?? 0;
+  }
+
+  /** Makes every generation handed out from now on larger than `generation`. */
+  raiseSequence(generation: number): void {
+    this.#startSequence.run(generation);
+    this.#setSequence.run(generation, generation);
+  }
+
+  countAdopted(): number {
+    return parseRow(z.int(), this.#countAdopted.get(), 'attachments');
+  }
+
+  adopted(): AttachmentRow[] {
+    return this.#adopted.all().map((r) => parseRow(AttachmentRowSchema, r, 'attachments'));
+  }
+}
