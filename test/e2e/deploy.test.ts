@@ -105,6 +105,8 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   const pod = ds.spec?.template.spec;
   if (!pod) throw new Error('the DaemonSet has no pod spec');
   expect(pod.hostNetwork).toBe(true);
+  // A rollout surges: the new ferryd takes over from the old one before the old one is deleted.
+  expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
   const volumes = new Set((pod.volumes ?? []).map((v) => v.name));
   for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
     for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${c.name} mounts ${m.name}`).toBe(true);
@@ -116,7 +118,14 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   );
   const ferryd = pod.containers.find((c) => c.name === 'ferryd');
   expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
-  expect(ferryd?.readinessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
+  // Ready means this pod's ferryd serves the socket (its ready file), not just that some ferryd does.
+  expect(ferryd?.readinessProbe?.exec?.command).toEqual([
+    '/opt/ferry/bin/ferryctl',
+    'health',
+    '--ready',
+    '--ready-file=/run/ferry-pod/ready',
+  ]);
+  expect(ferryd?.command).toContain('--ready-file=/run/ferry-pod/ready');
 
   // The config is rendered and checked before the CNI files go onto the host.
   expect((pod.initContainers ?? []).map((c) => c.name)).toEqual(['render-config', 'check-config', 'install']);

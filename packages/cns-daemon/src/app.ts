@@ -16,6 +16,7 @@ import {
 import type { Logger } from 'pino';
 import type { Attachments } from './endpoints/attachments';
 import { httpStatusOf } from './errors';
+import type { HandingOver } from './handover/handing-over';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
@@ -24,6 +25,7 @@ import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
 import { gcRoutes } from './routes/gc';
+import { handOverRoutes } from './routes/handover';
 import { healthRoutes } from './routes/health';
 import { operatorRoutes } from './routes/operator/index';
 import { statusRoutes } from './routes/status';
@@ -59,6 +61,8 @@ export interface AppOptions {
   tokens?: { read: string; admin?: string };
   /** Encode every answer through its route's schema and fail on drift (tests; see serializer.ts). */
   checkResponses?: boolean;
+  /** The unix surface's side of a rollout: POST /v1/handover and the hook that holds requests meanwhile. */
+  handingOver?: HandingOver;
 }
 
 export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'unix' }) {
@@ -89,6 +93,8 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
   );
+  // First of all hooks: during a hand-over every request is held, then proxied to the successor.
+  if (opts.handingOver) app.addHook('onRequest', opts.handingOver.onRequest);
   // A callback hook, not an async one: no promise per request for what is synchronous work.
   app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime;
@@ -131,6 +137,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     });
     await app.register(gcRoutes, { attachments: deps.attachments });
     await app.register(statusRoutes, { lifecycle: deps.lifecycle, storage: deps.storage, operator: deps.operator });
+    if (opts.handingOver) await app.register(handOverRoutes, { handingOver: opts.handingOver });
   }
   await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
   return app;

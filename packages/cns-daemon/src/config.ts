@@ -59,6 +59,7 @@ export function parseFlags(argv: readonly string[]): {
     database: { type: 'string' },
     'delete-queue': { type: 'string' },
     'log-level': { type: 'string' },
+    'ready-file': { type: 'string' },
   } as const;
   let v: ReturnType<typeof parseArgs<{ options: typeof options }>>['values'];
   try {
@@ -71,6 +72,7 @@ export function parseFlags(argv: readonly string[]): {
   if (v.database) overrides.database = v.database;
   if (v['delete-queue']) overrides.deleteQueue = v['delete-queue'];
   if (v['log-level']) overrides.logLevel = v['log-level'];
+  if (v['ready-file']) overrides.readyFile = v['ready-file'];
   return {
     ...(v.config ? { config: v.config } : {}),
     check: v.check ?? false,

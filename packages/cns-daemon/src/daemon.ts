@@ -1,22 +1,29 @@
 /**
- * Runs ferryd: open the store, build the services, reconcile, listen on the unix socket (and the
- * optional TCP listener), then report ready. main.ts adds config, signals and exit codes.
+ * Runs ferryd: open the store (taking it over from the ferryd serving the node, if one does), build the
+ * services, reconcile, put the unix socket at its path (and the optional TCP listener), then report
+ * ready. main.ts adds config, signals and exit codes.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { writeFileAtomically } from '@ferry/files';
 import type { Logger } from 'pino';
 import { buildApp, type FerrydApp } from './app';
 import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
+import { HandingOver } from './handover/handing-over';
+import { openTakingOver } from './handover/taking-over';
 import type { Lifecycle } from './lifecycle';
 import { recordRecovery } from './node-state/build';
 import { buildServices } from './services';
-import { prepareSocketPath, restrictSocket } from './socket';
-import { openDatabase } from './store/db';
+import { listenAtPath } from './socket';
+import { SCHEMA_VERSION } from './store/migrations/index';
 
 /** How long start-up waits for shims that are writing to the delete queue. */
 const QUEUE_LOCK_WAIT_MS = 10_000;
 /** Corrupt databases kept next to the database for the post-mortem (the oldest go first). */
 const KEEP_CORRUPT = 3;
+/** How long a new ferryd asks a lock holder that does not answer yet (it is starting) to hand over. */
+const TAKE_OVER_WAIT_MS = 60_000;
 
 export interface DaemonOptions {
   log: Logger;
@@ -24,6 +31,8 @@ export interface DaemonOptions {
   now?: () => number;
   /** Collect process metrics (off where several daemons share a process). */
   defaultMetrics?: boolean;
+  /** The successor this ferryd handed over to never took the socket: it must end (main exits 1). */
+  onAbandoned?: (reason: string) => void;
 }
 
 export interface Daemon {
@@ -34,11 +43,25 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
+type Step = () => Promise<unknown> | unknown;
+
 export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
-  const store = openDatabase(config.database, {
+  // How long each start-up step took (the 'ferryd ready' line): a taking-over ferryd's steps after the
+  // database opened are how long the old one holds requests.
+  const tookMs: Record<string, number> = {};
+  let stepStart = performance.now();
+  const step = (name: string) => {
+    const now = performance.now();
+    tookMs[name] = Math.round(now - stepStart);
+    stepStart = now;
+  };
+  const store = await openTakingOver(config.database, {
     ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
     recoverCorrupt: { keep: KEEP_CORRUPT },
+    socket: config.socket,
+    log,
+    waitMs: TAKE_OVER_WAIT_MS,
   });
   if (store.recovered) {
     const { reason, movedTo, removed } = store.recovered;
@@ -48,11 +71,28 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     );
     recordRecovery(store.db, store.recovered);
   }
-  // Undone in this order on stop, or on a failed start.
-  const cleanups: (() => Promise<void> | void)[] = [() => store.close()];
+  step('open');
+  // Everything that uses the store, run first to last by stop() and by a hand-over: listeners that
+  // share the store close (in-flight requests finish), the reconciler stops (it starts drains), the
+  // drainer finishes its pass, and only then the store closes. The unix socket's app is apart: during
+  // a hand-over it stays, holding requests for the successor.
+  const storeUsers: Step[] = [() => store.close()];
+  const readyFile = readyFileOf(config.readyFile, log);
+  const apps: Step[] = [];
+  const runAll = async (steps: Step[]) => {
+    for (const step of steps)
+      await Promise.resolve()
+        .then(step)
+        .catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
+  };
+  let released: Promise<void> | undefined;
+  const release = () => {
+    released ??= runAll(storeUsers);
+    return released;
+  };
   const undo = async () => {
-    for (const c of cleanups)
-      await Promise.resolve(c()).catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
+    await runAll(apps);
+    await release();
   };
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
@@ -62,11 +102,10 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
     });
-    // Run first to last: listeners close (in-flight requests finish), the reconciler stops (it starts
-    // drains), the drainer finishes its pass, and only then the store closes.
-    cleanups.unshift(() => deps.storage.stop());
-    cleanups.unshift(() => drainer.stop());
-    cleanups.unshift(() => reconciler.stop());
+    storeUsers.unshift(() => deps.storage.stop());
+    storeUsers.unshift(() => drainer.stop());
+    storeUsers.unshift(() => reconciler.stop());
+    step('services');
     // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
     await drainer.lockExclusive(QUEUE_LOCK_WAIT_MS);
     // On a full or read-only disk ferryd still starts, not ready and saying why: it can read, answer DELs
@@ -74,12 +113,26 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     await reconciler.runOnce().catch((err: unknown) => {
       if (!deps.storage.errorOf(err, 'reconcile')) throw err;
     });
+    step('reconcile');
 
-    const unixApp = await buildApp(deps, { surface: 'unix' });
-    cleanups.unshift(() => unixApp.close());
-    prepareSocketPath(config.socket);
-    await unixApp.listen({ path: config.socket });
-    restrictSocket(config.socket);
+    const handingOver = new HandingOver({
+      socket: config.socket,
+      schemaVersion: SCHEMA_VERSION,
+      log,
+      graceMs: config.shutdownGraceSec * 1000,
+      release: async () => {
+        deps.lifecycle.markDraining();
+        readyFile.remove();
+        await release();
+      },
+      onAbandoned: opts.onAbandoned ?? (() => {}),
+    });
+    const unixApp = await buildApp(deps, { surface: 'unix', handingOver });
+    apps.unshift(() => unixApp.close());
+    step('app');
+    const socketInode = await listenAtPath((tmp) => unixApp.listen({ path: tmp }), config.socket);
+    handingOver.listening(socketInode);
+    step('listen');
 
     let tcpApp: FerrydApp | undefined;
     if (config.tcp) {
@@ -88,23 +141,31 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
         ...(config.tcp.adminTokenFile ? { admin: readToken(config.tcp.adminTokenFile) } : {}),
       };
       const app = await buildApp(deps, { surface: 'tcp', tokens });
-      cleanups.unshift(() => app.close());
+      // With the store: a hand-over frees the port for the successor before it answers.
+      storeUsers.unshift(() => app.close());
       await app.listen({ host: config.tcp.host, port: config.tcp.port });
       tcpApp = app;
     }
 
     deps.lifecycle.markReady();
+    readyFile.write(socketInode);
     drainer.unlock();
     drainer.watch();
     reconciler.start();
     if (cluster) {
       // Routes to other nodes never hold up this node's pods: the controller starts after ready and
       // stops before the store closes, leaving every route in place for the next ferryd.
-      cleanups.unshift(() => cluster.stop());
+      storeUsers.unshift(() => cluster.stop());
       cluster.start();
     }
     log.info(
-      { socket: config.socket, database: config.database, networks: config.networks.map((n) => n.name) },
+      {
+        socket: config.socket,
+        database: config.database,
+        networks: config.networks.map((n) => n.name),
+        ...(store.from ? { tookOverFrom: store.from.pid } : {}),
+        tookMs,
+      },
       'ferryd ready',
     );
 
@@ -116,7 +177,10 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       stop() {
         stopping ??= (async () => {
           deps.lifecycle.markDraining();
+          readyFile.remove();
           await undo();
+          // A socket left at the path by a ferryd that is gone would only be refused; a successor's stays.
+          if (handingOver.ownsPath()) rmSync(config.socket, { force: true });
         })();
         return stopping;
       },
@@ -125,6 +189,27 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     await undo();
     throw err;
   }
+}
+
+/**
+ * The pod's own readiness (config.readyFile): present, naming the socket's inode, only while this ferryd
+ * serves the socket. The socket path alone cannot tell a surge pod's ferryd from the one it replaces:
+ * both pods' probes reach whoever serves it.
+ */
+function readyFileOf(path: string | undefined, log: Logger) {
+  return {
+    write(socketInode: number) {
+      if (!path) return;
+      try {
+        writeFileAtomically(dirname(path), basename(path), `${socketInode}\n`, { mode: 0o644 });
+      } catch (err) {
+        log.warn({ err, path }, 'could not write the ready file: the readiness probe will say not ready');
+      }
+    },
+    remove() {
+      if (path) rmSync(path, { force: true });
+    },
+  };
 }
 
 function readToken(path: string): string {

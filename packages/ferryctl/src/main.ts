@@ -51,7 +51,8 @@ commands:
   nodes                              cluster networking: peers, their pod CIDRs, this node's routes and
                                      VXLAN entries for them (present, missing, refused), stale ones
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
-  health [--ready]                   exit 0 when ferryd is alive (ready); for probes
+  health [--ready [--ready-file F]]  exit 0 when ferryd is alive (ready; with F: and the ferryd writing F
+                                     serves the socket); for probes
   install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
           [--ferryd-config-template F --ferryd-config-out F --node NAME
            [--api-server URL] [--api-token-file F] [--api-ca-file F]]
@@ -77,6 +78,7 @@ const OPTIONS = {
   keep: { type: 'string' },
   apply: { type: 'boolean' },
   ready: { type: 'boolean' },
+  'ready-file': { type: 'string' },
   shim: { type: 'string' },
   'cni-bin-dir': { type: 'string' },
   conflist: { type: 'string' },
@@ -122,8 +124,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
       return 2;
     }
   }
+  const socket = values.socket ?? env.FERRY_SOCKET ?? DEFAULT_SOCKET;
   const client = new FerrydClient({
-    socket: values.socket ?? env.FERRY_SOCKET ?? DEFAULT_SOCKET,
+    socket,
     ...(values.url ? { url: values.url } : {}),
     ...(token ? { token } : {}),
     timeoutMs: Number(values.timeout ?? 10_000),
@@ -133,6 +136,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
     flags: values,
     json: values.json ?? false,
     client,
+    socket,
     print: (text) => {
       io.out(`${text}\n`);
       return 0;

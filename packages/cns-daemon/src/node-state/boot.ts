@@ -40,24 +40,25 @@ export class BootCheck {
     if (this.#checked) return 0;
     const { nodeState, endpoints, pools, attachments, log } = this.#d;
     const bootId = this.#readBootId();
-    this.#checked = true;
-    if (bootId === undefined) return 0;
-    const previous = nodeState.get('boot_id');
-    if (previous === bootId) return 0;
-    nodeState.set('boot_id', bootId);
-    if (previous === undefined) return 0;
+    const previous = bootId === undefined ? undefined : nodeState.get('boot_id');
     let released = 0;
-    for (const a of endpoints.allAttachments()) {
-      if (isLiveNetns(a.netns)) continue;
-      attachments.release(a.container_id, a.network, a.if_name, a.id);
-      released++;
+    if (bootId !== undefined && previous !== undefined && previous !== bootId) {
+      for (const a of endpoints.allAttachments()) {
+        if (isLiveNetns(a.netns)) continue;
+        attachments.release(a.container_id, a.network, a.if_name, a.id);
+        released++;
+      }
+      const cooled = pools.dropCooling();
+      log.warn(
+        { bootId, previousBootId: previous, released, cooledDown: cooled },
+        'new boot: endpoints whose netns is gone released and cooling addresses freed at once',
+      );
+      if (released > 0) this.#d.onReleased?.(released);
     }
-    const cooled = pools.dropCooling();
-    log.warn(
-      { bootId, previousBootId: previous, released, cooledDown: cooled },
-      'new boot: endpoints whose netns is gone released and cooling addresses freed at once',
-    );
-    if (released > 0) this.#d.onReleased?.(released);
+    // Recorded last: a write that fails (a full disk) leaves the check to the next pass, which repeats
+    // only what is left (a release is idempotent).
+    if (bootId !== undefined && previous !== bootId) nodeState.set('boot_id', bootId);
+    this.#checked = true;
     return released;
   }
 

@@ -6,7 +6,7 @@
  * the lock, store/recovery.ts, and a fresh one made, which ferryd rebuilds from the node), or anything
  * else: the disk, a permission (refused, with the reason; storage/health.ts deals with a full disk).
  */
-import { closeSync, ftruncateSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { tryLock } from '@ferry/files/flock';
 import Database from 'better-sqlite3';
@@ -35,6 +35,20 @@ export interface OpenDbOptions {
   nativeBinding?: string;
   /** Move a corrupt database aside (keeping at most `keep` of them) and start a fresh one, instead of refusing. */
   recoverCorrupt?: { keep: number };
+  /** The socket this ferryd serves, written into the lock file after its PID (lockHolderOf reads it). */
+  socket?: string;
+}
+
+/** Who holds `<database>.lock`, as its holder wrote it: PID and socket. */
+export function lockHolderOf(path: string): { pid?: number; socket?: string } {
+  let text: string;
+  try {
+    text = readFileSync(`${path}.lock`, 'utf8');
+  } catch {
+    return {};
+  }
+  const [pid, socket] = text.split('\n');
+  return { ...(pid && /^\d+$/.test(pid) ? { pid: Number(pid) } : {}), ...(socket ? { socket } : {}) };
 }
 
 export interface OpenedDb {
@@ -47,7 +61,7 @@ export interface OpenedDb {
 
 export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const releaseLock = lockDatabase(path);
+  const releaseLock = lockDatabase(path, opts.socket);
   let db: Db | undefined;
   let recovered: MovedAside | undefined;
   const { recoverCorrupt } = opts;
@@ -131,7 +145,7 @@ function isCorruption(err: unknown): boolean {
  * An exclusive flock on `<db>.lock`: two ferryd processes can never write one database. The kernel drops
  * the lock when the process dies, so a kill -9 never leaves it stale.
  */
-function lockDatabase(path: string): () => void {
+function lockDatabase(path: string, socket: string | undefined): () => void {
   const lockPath = `${path}.lock`;
   let fd: number;
   try {
@@ -153,9 +167,9 @@ function lockDatabase(path: string): () => void {
   }
   try {
     ftruncateSync(fd, 0);
-    writeSync(fd, `${process.pid}\n`);
+    writeSync(fd, `${process.pid}\n${socket ?? ''}\n`);
   } catch {
-    // The PID is for operators only (`cat ferry.db.lock`); a full disk must not stop ferryd here.
+    // For operators (`cat ferry.db.lock`) and a successor's better message; a full disk must not stop ferryd.
   }
   let held = true;
   // Idempotent: closing the fd number twice could close a file opened since under the same number.
