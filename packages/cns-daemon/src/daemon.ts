@@ -4,19 +4,21 @@
  * ready. main.ts adds config, signals and exit codes.
  */
 import { readFileSync, rmSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
-import { writeFileAtomically } from '@ferry/files';
 import type { Logger } from 'pino';
+import type { AppDeps } from './app';
 import { buildApp, type FerrydApp } from './app';
 import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
 import { HandingOver } from './handover/handing-over';
+import { readyFileAt } from './handover/ready-file';
 import { openTakingOver } from './handover/taking-over';
 import type { Lifecycle } from './lifecycle';
 import { recordRecovery } from './node-state/build';
 import { buildServices } from './services';
 import { listenAtPath } from './socket';
+import type { OpenedDb } from './store/db';
 import { SCHEMA_VERSION } from './store/migrations/index';
+import { Teardown } from './teardown';
 
 /** How long start-up waits for shims that are writing to the delete queue. */
 const QUEUE_LOCK_WAIT_MS = 10_000;
@@ -43,57 +45,14 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
-type Step = () => Promise<unknown> | unknown;
-
 export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Promise<Daemon> {
   const { log } = opts;
-  // How long each start-up step took (the 'ferryd ready' line): a taking-over ferryd's steps after the
-  // database opened are how long the old one holds requests.
-  const tookMs: Record<string, number> = {};
-  let stepStart = performance.now();
-  const step = (name: string) => {
-    const now = performance.now();
-    tookMs[name] = Math.round(now - stepStart);
-    stepStart = now;
-  };
-  const store = await openTakingOver(config.database, {
-    ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
-    recoverCorrupt: { keep: KEEP_CORRUPT },
-    socket: config.socket,
-    log,
-    waitMs: TAKE_OVER_WAIT_MS,
-  });
-  if (store.recovered) {
-    const { reason, movedTo, removed } = store.recovered;
-    log.error(
-      { database: config.database, movedTo, reason, removedOlderCopies: removed },
-      'database corrupt: moved aside, starting with an empty one and rebuilding the endpoints from the node',
-    );
-    recordRecovery(store.db, store.recovered);
-  }
-  step('open');
-  // Everything that uses the store, run first to last by stop() and by a hand-over: listeners that
-  // share the store close (in-flight requests finish), the reconciler stops (it starts drains), the
-  // drainer finishes its pass, and only then the store closes. The unix socket's app is apart: during
-  // a hand-over it stays, holding requests for the successor.
-  const storeUsers: Step[] = [() => store.close()];
-  const readyFile = readyFileOf(config.readyFile, log);
-  const apps: Step[] = [];
-  const runAll = async (steps: Step[]) => {
-    for (const step of steps)
-      await Promise.resolve()
-        .then(step)
-        .catch((err: unknown) => log.warn({ err }, 'cleanup step failed'));
-  };
-  let released: Promise<void> | undefined;
-  const release = () => {
-    released ??= runAll(storeUsers);
-    return released;
-  };
-  const undo = async () => {
-    await runAll(apps);
-    await release();
-  };
+  const took = stepTimer();
+  const store = await openStore(config, opts);
+  took.step('open');
+  const teardown = new Teardown(log);
+  teardown.beforeStore(() => store.close());
+  const readyFile = readyFileAt(config.readyFile, log);
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
     const { deps, reconciler, drainer, cluster } = buildServices(config, store.db, {
@@ -102,10 +61,10 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
     });
-    storeUsers.unshift(() => deps.storage.stop());
-    storeUsers.unshift(() => drainer.stop());
-    storeUsers.unshift(() => reconciler.stop());
-    step('services');
+    teardown.beforeStore(() => deps.storage.stop());
+    teardown.beforeStore(() => drainer.stop());
+    teardown.beforeStore(() => reconciler.stop());
+    took.step('services');
     // The lock protocol of the delete queue: drain while holding it exclusively, serve, then let go.
     await drainer.lockExclusive(QUEUE_LOCK_WAIT_MS);
     // On a full or read-only disk ferryd still starts, not ready and saying why: it can read, answer DELs
@@ -113,7 +72,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     await reconciler.runOnce().catch((err: unknown) => {
       if (!deps.storage.errorOf(err, 'reconcile')) throw err;
     });
-    step('reconcile');
+    took.step('reconcile');
 
     const handingOver = new HandingOver({
       socket: config.socket,
@@ -123,29 +82,17 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       release: async () => {
         deps.lifecycle.markDraining();
         readyFile.remove();
-        await release();
+        await teardown.release();
       },
       onAbandoned: opts.onAbandoned ?? (() => {}),
     });
     const unixApp = await buildApp(deps, { surface: 'unix', handingOver });
-    apps.unshift(() => unixApp.close());
-    step('app');
+    teardown.app(() => unixApp.close());
+    took.step('app');
     const socketInode = await listenAtPath((tmp) => unixApp.listen({ path: tmp }), config.socket);
     handingOver.listening(socketInode);
-    step('listen');
-
-    let tcpApp: FerrydApp | undefined;
-    if (config.tcp) {
-      const tokens = {
-        read: readToken(config.tcp.tokenFile),
-        ...(config.tcp.adminTokenFile ? { admin: readToken(config.tcp.adminTokenFile) } : {}),
-      };
-      const app = await buildApp(deps, { surface: 'tcp', tokens });
-      // With the store: a hand-over frees the port for the successor before it answers.
-      storeUsers.unshift(() => app.close());
-      await app.listen({ host: config.tcp.host, port: config.tcp.port });
-      tcpApp = app;
-    }
+    took.step('listen');
+    const tcpApp = config.tcp ? await listenTcp(config.tcp, deps, teardown) : undefined;
 
     deps.lifecycle.markReady();
     readyFile.write(socketInode);
@@ -155,7 +102,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     if (cluster) {
       // Routes to other nodes never hold up this node's pods: the controller starts after ready and
       // stops before the store closes, leaving every route in place for the next ferryd.
-      storeUsers.unshift(() => cluster.stop());
+      teardown.beforeStore(() => cluster.stop());
       cluster.start();
     }
     log.info(
@@ -164,7 +111,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
         database: config.database,
         networks: config.networks.map((n) => n.name),
         ...(store.from ? { tookOverFrom: store.from.pid } : {}),
-        tookMs,
+        tookMs: took.ms,
       },
       'ferryd ready',
     );
@@ -178,7 +125,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
         stopping ??= (async () => {
           deps.lifecycle.markDraining();
           readyFile.remove();
-          await undo();
+          await teardown.all();
           // A socket left at the path by a ferryd that is gone would only be refused; a successor's stays.
           if (handingOver.ownsPath()) rmSync(config.socket, { force: true });
         })();
@@ -186,28 +133,56 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       },
     };
   } catch (err) {
-    await undo();
+    await teardown.all();
     throw err;
   }
 }
 
+/** The database, taken over from a ferryd serving the node if one holds it, a corrupt one moved aside loudly. */
+async function openStore(config: FerrydConfig, opts: DaemonOptions): Promise<OpenedDb & { from?: { pid: number } }> {
+  const store = await openTakingOver(config.database, {
+    ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
+    recoverCorrupt: { keep: KEEP_CORRUPT },
+    socket: config.socket,
+    log: opts.log,
+    waitMs: TAKE_OVER_WAIT_MS,
+  });
+  if (store.recovered) {
+    const { reason, movedTo, removed } = store.recovered;
+    opts.log.error(
+      { database: config.database, movedTo, reason, removedOlderCopies: removed },
+      'database corrupt: moved aside, starting with an empty one and rebuilding the endpoints from the node',
+    );
+    recordRecovery(store.db, store.recovered);
+  }
+  return store;
+}
+
+/** The operator listener; it closes with the store, so a hand-over frees its port before it answers. */
+async function listenTcp(tcp: NonNullable<FerrydConfig['tcp']>, deps: AppDeps, teardown: Teardown): Promise<FerrydApp> {
+  const tokens = {
+    read: readToken(tcp.tokenFile),
+    ...(tcp.adminTokenFile ? { admin: readToken(tcp.adminTokenFile) } : {}),
+  };
+  const app = await buildApp(deps, { surface: 'tcp', tokens });
+  teardown.beforeStore(() => app.close());
+  await app.listen({ host: tcp.host, port: tcp.port });
+  return app;
+}
+
 /**
- * The pod's own readiness (config.readyFile): present, naming the socket's inode, only while this ferryd
- * serves the socket. The socket path alone cannot tell a surge pod's ferryd from the one it replaces:
- * both pods' probes reach whoever serves it.
+ * How long each start-up step took, for the 'ferryd ready' line: a taking-over ferryd's steps after
+ * 'open' are how long its predecessor holds requests.
  */
-function readyFileOf(path: string | undefined, log: Logger) {
+function stepTimer() {
+  const ms: Record<string, number> = {};
+  let from = performance.now();
   return {
-    write(socketInode: number) {
-      if (!path) return;
-      try {
-        writeFileAtomically(dirname(path), basename(path), `${socketInode}\n`, { mode: 0o644 });
-      } catch (err) {
-        log.warn({ err, path }, 'could not write the ready file: the readiness probe will say not ready');
-      }
-    },
-    remove() {
-      if (path) rmSync(path, { force: true });
+    ms,
+    step(name: string) {
+      const now = performance.now();
+      ms[name] = Math.round(now - from);
+      from = now;
     },
   };
 }

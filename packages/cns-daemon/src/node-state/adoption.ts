@@ -167,20 +167,20 @@ export class Adoption {
 
   /** The candidate a marked veth makes, or undefined when the database already holds its attachment. */
   #candidateOf(veth: string, marker: HostVethMarker, dsts: readonly string[], sinceMs: number): Candidate | undefined {
-    const addresses = dsts.flatMap((dst) => this.#poolAddressOf(dst));
-    const keyed = marker.network !== undefined && marker.containerId !== undefined;
     // A marker too long for its key (network and container ID past 255 bytes together) names no key: the
     // addresses are held under the veth's name until the veth goes (a DEL cannot find them by its key).
-    const network = marker.network ?? addresses[0]?.spec.network;
     const containerId = marker.containerId ?? `adopted.${veth}`;
-    if (network === undefined) return undefined;
-    if (keyed && hostVethNameOf(network, containerId, marker.ifName) !== veth) {
+    if (marker.network !== undefined && hostVethNameOf(marker.network, containerId, marker.ifName) !== veth) {
       this.#reportOnce(veth, { marker }, 'host veth marker does not match its name: not adopted');
       return undefined;
     }
     if (this.#d.attachments.releaseAskedSince(containerId, marker.ifName, sinceMs)) return undefined;
     const held = this.#d.endpoints.getAttachment(containerId, marker.ifName);
     if (held && held.id >= marker.generation) return undefined;
+    // Only now, for the few veths the database lacks: every pass sees every pod's veth.
+    const addresses = dsts.flatMap((dst) => this.#poolAddressOf(dst));
+    const network = marker.network ?? addresses[0]?.spec.network;
+    if (network === undefined) return undefined;
     return {
       veth,
       generation: marker.generation,
