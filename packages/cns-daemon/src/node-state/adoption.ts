@@ -114,8 +114,8 @@ export class Adoption {
     const { ip, attachments } = this.#d;
     const startedAt = this.#d.now();
     const since = startedAt - RELEASE_MEMORY_MS;
-    const links = await ip.listLinks(SELF);
-    const routes = await ip.listRoutes(SELF);
+    // Together: each is an `ip` run, and a taking-over ferryd's first pass is time its predecessor holds requests.
+    const [links, routes] = await Promise.all([ip.listLinks(SELF), ip.listRoutes(SELF)]);
     const hostAddresses = new Map<string, string[]>();
     for (const r of routes) {
       if (!r.dev?.startsWith('fry')) continue;
