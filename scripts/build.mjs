@@ -17,14 +17,17 @@ const bun = join(root, 'node_modules', '.bin', 'bun');
 const only = process.argv.slice(2);
 const wants = (name) => only.length === 0 || only.includes(name);
 
-mkdirSync(bin, { recursive: true });
-mkdirSync(lib, { recursive: true });
-// Taken before building: a source edited during the build makes the set-up call the result stale.
-const sources = sourcesFingerprint(root);
-
 function run(args) {
   execFileSync(bun, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
 }
+
+mkdirSync(bin, { recursive: true });
+mkdirSync(lib, { recursive: true });
+// The checks generated from the zod schemas (also written by `pnpm install`; scripts/checks/checks.test.ts
+// fails when they are stale): written first, so the fingerprint below covers what is bundled.
+run(['scripts/checks/generate.ts']);
+// Taken before building: a source edited during the build makes the set-up call the result stale.
+const sources = sourcesFingerprint(root);
 
 // The bundle and the native addons it loads live in dist/lib (addons are found relative to the bundle);
 // dist/bin/NAME is a two-line launcher, because an extension-less file cannot be an ES module.

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(iproute2 iputils-ping iptables nftables procps util-linux containernetworking-plugins podman runc containerd busybox-static)
+packages=(iproute2 iputils-ping iptables nftables procps util-linux containernetworking-plugins podman runc containerd busybox-static mmdebstrap openssl)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]} > 0)); then

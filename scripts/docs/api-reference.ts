@@ -11,6 +11,7 @@ import { validateConfig } from '../../packages/cns-daemon/src/config';
 import { HandingOver } from '../../packages/cns-daemon/src/handover/handing-over';
 import { buildServices } from '../../packages/cns-daemon/src/services';
 import { openDatabase } from '../../packages/cns-daemon/src/store/db';
+import { FERRY_API_HEADER, FERRY_API_VERSION } from '../../packages/shared-types/src/api/version';
 
 interface OpenApi {
   paths: Record<string, Record<string, { summary?: string }>>;
@@ -72,6 +73,12 @@ only \`GET\`, the admin token may do anything). Every body and parameter is vali
 \`{"code": N, "msg": "...", "details": "..."}\`, with the codes of \`packages/shared-types/src/errors.ts\`.
 The full OpenAPI 3.1 document is [openapi.json](openapi.json) (also served at \`/openapi.json\`);
 \`/metrics\` serves Prometheus metrics, all named \`ferry_*\`.
+
+This is API version ${FERRY_API_VERSION}. Every answer carries \`${FERRY_API_HEADER}: ${FERRY_API_VERSION}\`, and ferry-cni states
+its own version the same way with every request; ferryd refuses a ferry-cni outside the version-skew
+rule (ferryd of the shim's API version or one newer) with code 117 before it reads the request, and the
+shim refuses such an answer (docs/architecture.md, "Version skew"). Requests without the header
+(ferryctl, curl) are served.
 
 | method | path | what |
 |---|---|---|

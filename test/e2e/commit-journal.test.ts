@@ -167,7 +167,7 @@ describe('commit journal', () => {
     expect((await runShim(node, 'DEL', call)).exitCode).toBe(0);
   });
 
-  test('without the journal directory (an older ferryd) ADD commits over the socket', async (t) => {
+  test('where the journal cannot be written (its directory is gone) ADD commits over the socket', async (t) => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
     rmSync(commitJournalOf(ferryd), { recursive: true });

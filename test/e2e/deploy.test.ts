@@ -3,11 +3,12 @@
  * together (mounts name volumes, probes and the install step call commands ferryctl has), and carry a
  * conflist and a ferryd config template that Ferry's own schemas accept. No cluster runs here.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
+import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor';
 import { execa } from 'execa';
 import { DaemonSet, type IDaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
@@ -17,7 +18,16 @@ import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { expect, test } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import {
+  DEBIAN_PACKAGES,
+  DEBIAN_SUITE,
+  ENTRYPOINT,
+  FERRY_PREFIX,
+  NODE_MAJOR,
+  NODE_PATH,
+} from '../../scripts/image-contents.mjs';
 import { DIST_BIN, ROOT } from '../fixtures/paths';
+import { grantedVerbs } from '../fixtures/rbac';
 
 const DEPLOY = join(ROOT, 'deploy');
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -51,7 +61,9 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   const all = manifests();
   expect(all.map((m) => `${m.obj.kind}/${m.obj.metadata.name}`).sort()).toEqual([
     'ClusterRole/ferry-node-reader',
+    'ClusterRole/ferry-pod-status',
     'ClusterRoleBinding/ferry-node-reader',
+    'ClusterRoleBinding/ferry-pod-status',
     'ConfigMap/ferry-config',
     'DaemonSet/ferryd',
     'Namespace/ferry-system',
@@ -71,39 +83,51 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
 });
 
-test('the RBAC is least privilege: read nodes (get, list, watch), nothing else', () => {
-  const role = manifests().find((m) => m.obj.kind === 'ClusterRole')?.obj as unknown as { rules: unknown[] };
-  expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }]);
+test('the RBAC is least privilege: read nodes (get, list, watch); read and patch pods (get, list, watch, patch); nothing else', () => {
+  const roles = manifests()
+    .filter((m) => m.obj.kind === 'ClusterRole')
+    .map((m) => ({ name: m.obj.metadata.name, rules: (m.obj as unknown as { rules: unknown[] }).rules }));
+  expect(roles).toEqual([
+    { name: 'ferry-node-reader', rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
+    {
+      name: 'ferry-pod-status',
+      rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] }],
+    },
+  ]);
+  // test/e2e/pods-kube.test.ts checks these are the verbs a running ferryd (and the install step) use.
+  expect(grantedVerbs()).toEqual({ nodes: ['get', 'list', 'watch'], pods: ['get', 'list', 'patch', 'watch'] });
 });
 
-test('ferryd has what the node watch needs: its node name, and a token of the account bound to the role', () => {
+test('ferryd has what the node and pod watches need: its node name, and a token of the account bound to each role', () => {
   const all = manifests();
   const ds = all.find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const pod = ds.spec?.template.spec;
   const ferryd = pod?.containers.find((c) => c.name === 'ferryd');
-  // NODE_NAME from the downward API: the node excludes itself from its peers.
+  // NODE_NAME from the downward API: the node excludes itself from its peers and watches its own pods.
   expect(ferryd?.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
   // An optional override of the API server's address (clusters without kube-proxy) must stay optional.
   for (const from of ferryd?.envFrom ?? []) expect(from.configMapRef?.optional, JSON.stringify(from)).toBe(true);
-  // In-cluster credentials: the pod's service account token is mounted, and that account is bound to the role.
+  // In-cluster credentials: the pod's service account token is mounted, and that account is bound to the roles.
   expect(pod?.automountServiceAccountToken).not.toBe(false);
-  const binding = all.find((m) => m.obj.kind === 'ClusterRoleBinding')?.obj as unknown as {
-    roleRef: { kind: string; name: string };
-    subjects: { kind: string; name: string; namespace: string }[];
-  };
-  const role = all.find((m) => m.obj.kind === 'ClusterRole')?.obj;
-  expect(binding.roleRef).toMatchObject({ kind: 'ClusterRole', name: role?.metadata.name });
-  expect(binding.subjects).toContainEqual({
-    kind: 'ServiceAccount',
-    name: pod?.serviceAccountName,
-    namespace: ds.metadata?.namespace,
-  });
+  const bindings = all
+    .filter((m) => m.obj.kind === 'ClusterRoleBinding')
+    .map((m) => m.obj as unknown as { roleRef: { kind: string; name: string }; subjects: unknown[] });
+  const roles = all.filter((m) => m.obj.kind === 'ClusterRole').map((m) => m.obj.metadata.name);
+  expect(bindings.map((b) => b.roleRef.name).sort()).toEqual([...roles].sort());
+  for (const binding of bindings) {
+    expect(binding.roleRef.kind).toBe('ClusterRole');
+    expect(binding.subjects).toEqual([
+      { kind: 'ServiceAccount', name: pod?.serviceAccountName, namespace: ds.metadata?.namespace },
+    ]);
+  }
 });
 
 test('the DaemonSet hangs together: mounts, probes, host paths, and an install step ferryctl understands', async () => {
   const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const pod = ds.spec?.template.spec;
   if (!pod) throw new Error('the DaemonSet has no pod spec');
+  // The version-skew rule: the old ferryd stops before the new pod installs the new ferry-cni.
+  expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } });
   expect(pod.hostNetwork).toBe(true);
   // A rollout surges: the new ferryd takes over from the old one before the old one is deleted.
   expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
@@ -190,4 +214,78 @@ test("the ConfigMap's conflist and ferryd template pass Ferry's own schemas and 
   const r = await execa(`${DIST_BIN}/ferryd`, args, { reject: false, env, extendEnv: false });
   expect(r.exitCode, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/vxlan/);
+  expect(r.stdout).toContain('metrics on 0.0.0.0:9479');
+});
+
+test('Prometheus finds the scrape listener: annotations, the metrics port, the config and the PodMonitor agree', () => {
+  const all = manifests();
+  const ds = all.find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const template = ds.spec?.template;
+  const ferryd = template?.spec?.containers.find((c) => c.name === 'ferryd');
+  const port = ferryd?.ports?.find((p) => p.name === 'metrics');
+  expect(port?.protocol).toBe('TCP');
+  expect(template?.metadata?.annotations).toEqual({
+    'prometheus.io/scrape': 'true',
+    'prometheus.io/port': String(port?.containerPort),
+    'prometheus.io/path': '/metrics',
+  });
+  // ferryd listens where the port says, on every address of the node (hostNetwork: the node's port).
+  const cm = all.find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
+  const config = FerrydConfigSchema.parse(
+    parseYaml((cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24')),
+  );
+  expect(config.metrics).toEqual({ host: '0.0.0.0', port: port?.containerPort });
+
+  const monitoring = join(DEPLOY, 'monitoring');
+  const kustomization = parseYaml(readFileSync(join(monitoring, 'kustomization.yaml'), 'utf8')) as {
+    resources: string[];
+    configMapGenerator: { files: string[]; options: { labels: Record<string, string> } }[];
+  };
+  expect(kustomization.resources).toEqual(['podmonitor.yaml']);
+  const podMonitor = parseYaml(readFileSync(join(monitoring, 'podmonitor.yaml'), 'utf8'));
+  expect(() => new PodMonitor(podMonitor).validate()).not.toThrow();
+  const pm = new PodMonitor(podMonitor);
+  expect(pm.metadata?.namespace).toBe(ds.metadata?.namespace);
+  // The selector picks the DaemonSet's pods, and the endpoint is the container's named port.
+  for (const [k, v] of Object.entries(pm.spec.selector.matchLabels ?? {}))
+    expect(template?.metadata?.labels?.[k], k).toBe(v);
+  expect(pm.spec.podMetricsEndpoints).toEqual([
+    expect.objectContaining({
+      port: port?.name,
+      path: '/metrics',
+      // The dashboard's node variable.
+      relabelings: [{ sourceLabels: ['__meta_kubernetes_pod_node_name'], targetLabel: 'node' }],
+    }),
+  ]);
+  const generated = kustomization.configMapGenerator[0];
+  expect(generated?.options.labels).toEqual({ grafana_dashboard: '1' });
+  for (const f of generated?.files ?? []) expect(existsSync(join(monitoring, f)), f).toBe(true);
+});
+
+test('deploy/Dockerfile describes the image scripts/build-image.mjs builds', () => {
+  const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8');
+  const instructions = dockerfile
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'))
+    .map((l) => l.replace(/\s+/g, ' ').trim());
+  expect(instructions.filter((l) => l.startsWith('FROM '))).toEqual([
+    `FROM node:${NODE_MAJOR}-${DEBIAN_SUITE}-slim AS node`,
+    `FROM debian:${DEBIAN_SUITE}-slim`,
+  ]);
+  const install = instructions
+    .find((l) => l.startsWith('RUN '))
+    ?.match(/apt-get install -y --no-install-recommends ([^&]+)/);
+  expect(install?.[1]?.trim().split(' ').sort()).toEqual([...DEBIAN_PACKAGES].sort());
+  expect(instructions).toContain(`COPY --from=node /usr/local/bin/node ${NODE_PATH}`);
+  expect(instructions).toContain(`COPY dist/ ${FERRY_PREFIX}/`);
+  expect(instructions.at(-1)).toBe(`ENTRYPOINT ${JSON.stringify(ENTRYPOINT)}`);
+  // The tag it is built as is the one the DaemonSet runs.
+  const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
+  const images = new Set(
+    [...(ds.spec?.template.spec?.initContainers ?? []), ...(ds.spec?.template.spec?.containers ?? [])].map(
+      (c) => c.image,
+    ),
+  );
+  expect([...images]).toEqual([dockerfile.match(/docker build .* -t (\S+) \./)?.[1]]);
 });

@@ -3,6 +3,7 @@
  */
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Method } from '@ferry/http';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { describe, expect, test } from 'vitest';
@@ -100,7 +101,7 @@ describe('ferryd over its unix socket', () => {
       let inFlight = 0;
       let unanswered = 0;
       let ackedThisRound = 0;
-      const send = async (method: string, path: string, body?: unknown) => {
+      const send = async (method: Method, path: string, body?: unknown) => {
         inFlight++;
         try {
           return await ferryd.request(method, path, body);

@@ -1,17 +1,16 @@
 /**
- * The shipped shim's HTTP/1.1 client (runtime/unix-http.ts: libc calls, no library) against what a
- * ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in pieces
- * (through a proxy), listeners that hang up before a whole answer or never answer, and a listener whose
- * accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also answers
- * 11 everywhere, worded as node:http says it (ECONNRESET, aborted, EAGAIN at once for the full backlog).
+ * The shipped shim's HTTP/1.1 client (packages/http/src/client-libc.ts: libc calls, no library) against
+ * what a ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in
+ * pieces (through a proxy), listeners that hang up before a whole answer or never answer, and a listener
+ * whose accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also
+ * answers 11 everywhere, worded as undici says it ("other side closed", EAGAIN at once for the full backlog).
  */
 import { spawn } from 'node:child_process';
-import { createServer as createHttpServer } from 'node:http';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { request } from '../fixtures/http';
+import { useFerrydProxy } from '../fixtures/ferryd-proxy';
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
 import { useNode, useNodeNetns } from '../fixtures/node';
@@ -19,8 +18,6 @@ import { trackChild } from '../fixtures/process';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
 import { useTmpDir } from '../fixtures/tmp';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function listen(t: Scope, server: Server, path: string): Promise<void> {
   await new Promise<void>((resolve) => server.listen(path, resolve));
@@ -48,40 +45,10 @@ async function useListener(
   return { dir, socket, requests };
 }
 
-/**
- * A socket in a new temp dir that passes each request to ferryd and sends the answer back chunked (no
- * Content-Length), its body in three chunks 20 ms apart so that the shim reads it in pieces. `answers`
- * lists each one as "METHOD /path chunked", as node:http sent it.
- */
-async function useChunkingProxy(t: Scope, ferrydSocket: string): Promise<{ socket: string; answers: string[] }> {
-  const socket = join(useTmpDir(t, 'proxy'), 'chunked.sock');
-  const answers: string[] = [];
-  const server = createHttpServer((req, res) => {
-    let text = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => {
-      text += c;
-    });
-    req.on('end', async () => {
-      const r = await request(ferrydSocket, req.method ?? '', req.url ?? '', text ? JSON.parse(text) : undefined);
-      res.writeHead(r.status, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-      const third = Math.ceil(r.body.length / 3);
-      for (let at = 0; at < r.body.length; at += third) {
-        res.write(r.body.slice(at, at + third));
-        await sleep(20);
-      }
-      res.end();
-      answers.push(`${req.method} ${req.url?.split('?')[0]} ${res.chunkedEncoding ? 'chunked' : 'not chunked'}`);
-    });
-  });
-  await listen(t, server, socket);
-  return { socket, answers };
-}
-
 test('a ferryd whose answers come chunked and in pieces: ADD → CHECK → DEL work as with plain answers', async (t) => {
   const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
-  const proxy = await useChunkingProxy(t, ferryd.socket);
+  const proxy = await useFerrydProxy(t, ferryd.socket, { chunked: true });
   const conf = { ...netConf(ferryd), daemonSocket: proxy.socket };
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
   const add = await runShim(node, 'ADD', call);
@@ -93,7 +60,7 @@ test('a ferryd whose answers come chunked and in pieces: ADD → CHECK → DEL w
   expect(await linkNames(node)).toEqual(['lo']);
   expect(await ferryd.assignedAddresses()).toEqual([]);
   // ADD commits through the journal: three answers, every one chunked.
-  expect(proxy.answers).toEqual([
+  expect(proxy.exchanges.map((e) => `${e.method} ${e.path} ${e.chunked ? 'chunked' : 'not chunked'}`)).toEqual([
     'POST /v1/allocations chunked',
     `GET /v1/endpoints/${call.containerId} chunked`,
     `DELETE /v1/endpoints/${call.containerId} chunked`,

@@ -6,10 +6,10 @@
  * commit (SQLite WAL with synchronous=NORMAL does not fsync each transaction), so the journal loses
  * nothing a PUT would keep. A crash of the shim or ferryd loses nothing; a power loss may, and it also
  * takes every pod netns with it, after which the stale-endpoint reconciler releases the attachment.
- * The directory is never created here: ferryd creates it, so a missing one means a ferryd that would
- * not read it (an older one), and ADD commits over the socket.
+ * The directory is never created here: ferryd creates it at start, so where it is missing (no ferryd has
+ * run on this node yet, or it was removed), as where it cannot be written, ADD commits over the socket.
  */
-import { writeFileAtomically } from '@ferry/files';
+import { SHARED_TEMP_PREFIX, writeFileAtomically } from '@ferry/files';
 import type { JournalEntry } from '@ferry/shared-types/api/commit-journal';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 // Types only: the schema module builds zod schemas when loaded, milliseconds of every ADD's start-up.
@@ -24,7 +24,7 @@ export function commitJournalOf(conf: ShimConf): string {
 
 /** Writes the entry, replacing an older one of the same attachment; throws the file system's error. */
 export function writeJournalEntry(
-  rt: Pick<Runtime, 'sha256Hex'>,
+  runtime: Pick<Runtime, 'sha256Hex'>,
   dir: string,
   containerId: string,
   commit: CommitRequest,
@@ -32,8 +32,8 @@ export function writeJournalEntry(
 ): string {
   // `version: 1` is JournalEntry's literal: the type keeps it in step with the schema.
   const entry: JournalEntry = { version: 1, containerId, writtenAt: now.toISOString(), ...commit };
-  const name = attachmentFileNameOf(rt.sha256Hex, commit.network, containerId, commit.ifName);
-  // The temp file starts with .tmp-: ferryd knows it for a write in progress.
-  writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-', fsync: false });
+  const name = attachmentFileNameOf(runtime.sha256Hex, commit.network, containerId, commit.ifName);
+  // ferryd knows the temp file for a write in progress.
+  writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: SHARED_TEMP_PREFIX, fsync: false });
   return name;
 }

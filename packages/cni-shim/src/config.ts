@@ -3,15 +3,13 @@
  * validated (code 7 naming the field). Ferry allocates through ferryd, so a delegated `ipam` is refused
  * on the commands that set up or inspect (never on DEL or GC) rather than silently ignored.
  *
- * Building NetConfSchema costs ~2 ms of every command (zod constructs run cold once per process), so the
- * common config — Ferry's scalar keys only — is checked by hand (acceptPlainNetConf); anything else, valid
- * or not, goes through the schema, which also words every error. config.test.ts holds the hand check to
- * the schema: whatever it accepts, the schema accepts with the same result.
+ * Building NetConfSchema costs ~2 ms of every command (zod constructs run cold once per process), so a
+ * config is first checked by the check generated from it (@ferry/shared-types/checks, scripts/checks);
+ * one that does not pass goes through the schema, which also words every error.
  */
+import { isNetConf } from '@ferry/shared-types/checks';
 import type { NetConf } from '@ferry/shared-types/cni/config';
-import { networkNameProblem } from '@ferry/shared-types/cni/validate';
 import { type CniVersion, isSupportedVersion, SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
-import { SHIM_LOG_MAX_BACKUPS_LIMIT, SHIM_LOG_MAX_SIZE_KIB_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { Command } from './env';
@@ -34,14 +32,14 @@ export async function parseNetConf(doc: Record<string, unknown>, command: Comman
   }
   requireVersionFor(command, version);
   const input = { ...doc, cniVersion: version };
-  const conf =
-    acceptPlainNetConf(input) ??
-    parseAs(
-      (await import('@ferry/shared-types/cni/config')).NetConfSchema,
-      input,
-      Code.InvalidConfig,
-      'invalid network config',
-    );
+  const conf = isNetConf(input)
+    ? input
+    : parseAs(
+        (await import('@ferry/shared-types/cni/config')).NetConfSchema,
+        input,
+        Code.InvalidConfig,
+        'invalid network config',
+      );
   // DEL and GC only release: refusing them would keep pods Terminating after an operator edit.
   if (conf.ipam?.type && command !== 'DEL' && command !== 'GC') {
     throw new CniError(
@@ -67,53 +65,3 @@ function requireVersionFor(command: Command, version: CniVersion): void {
     );
   }
 }
-
-/** NetConfSchema's keys whose values acceptPlainNetConf checks itself (the rest send it to the schema). */
-export const PLAIN_KEY_CHECKS: Record<string, (v: unknown) => boolean> = {
-  cniVersion: (v) => typeof v === 'string',
-  name: (v) => typeof v === 'string' && networkNameProblem(v) === undefined,
-  type: (v) => typeof v === 'string',
-  daemonSocket: (v) => isAbsolutePath(v),
-  logFile: (v) => isAbsolutePath(v),
-  deleteQueue: (v) => isAbsolutePath(v),
-  commitJournal: (v) => isAbsolutePath(v),
-  logLevel: (v) => v === 'debug' || v === 'info' || v === 'warn' || v === 'error' || v === 'silent',
-  logMaxSizeKiB: (v) => isIntIn(v, 0, SHIM_LOG_MAX_SIZE_KIB_LIMIT),
-  logMaxBackups: (v) => isIntIn(v, 0, SHIM_LOG_MAX_BACKUPS_LIMIT),
-  mtu: (v) => isIntIn(v, 68, 65535),
-  deleteQueueLimit: (v) => isIntIn(v, 1, 1_000_000),
-  ipMasq: (v) => typeof v === 'boolean',
-  args: (v) => isPlainObject(v),
-  prevResult: (v) => v === null || isPlainObject(v),
-};
-
-/** NetConfSchema's keys with nested shapes: their presence hands the config to the schema. */
-export const SCHEMA_ONLY_KEYS = new Set([
-  'runtimeConfig',
-  'dns',
-  'ipam',
-  'delegatedNICs',
-  'daemonTimeouts',
-  'cni.dev/valid-attachments',
-  'cni.dev/attachments',
-]);
-
-/**
- * The config as NetConfSchema would return it, when every key is either unknown (kept, as the schema
- * keeps it) or one of Ferry's scalar keys with a valid value; undefined when the schema must decide.
- */
-export function acceptPlainNetConf(doc: Record<string, unknown>): NetConf | undefined {
-  for (const key of ['cniVersion', 'name', 'type']) if (!(key in doc)) return undefined;
-  for (const [key, value] of Object.entries(doc)) {
-    if (SCHEMA_ONLY_KEYS.has(key)) return undefined;
-    const check = PLAIN_KEY_CHECKS[key];
-    if (check && !check(value)) return undefined;
-  }
-  // Checked above key by key against the schema's own rules (config.test.ts compares with it).
-  return { ...doc } as NetConf;
-}
-
-const isAbsolutePath = (v: unknown) => typeof v === 'string' && v.startsWith('/');
-const isIntIn = (v: unknown, min: number, max: number) =>
-  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
-const isPlainObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);

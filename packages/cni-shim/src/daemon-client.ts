@@ -6,25 +6,22 @@
  * needs them: building every API schema at start-up would cost each pod's ADD several milliseconds. The
  * answers of commit and of the unconditional release are not used, so they are not parsed either
  * (ferryd's own tests check every answer against its schema). `allocate` and `getEndpoint` return the
- * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask.
+ * request in flight: ADD and CHECK work while ferryd answers, and wait for it when they ask. Every request
+ * states this build's API version and every answer is checked against ferryd's (api/version.ts): a pair
+ * outside the version-skew rule is code 117, ApiVersionSkew.
  */
+import { type HttpResponse, type InFlight, type Method, mapAnswer, UnreachableError } from '@ferry/http';
 import type { AllocateRequest, Allocation } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest, Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
 import type { GcRequest, GcResult } from '@ferry/shared-types/api/gc';
 import type { Status } from '@ferry/shared-types/api/status';
-import { CniError, Code, isCode } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
+import { isAllocation, isEndpoint, isReleaseResult } from '@ferry/shared-types/checks';
+import { CniError, Code } from '@ferry/shared-types/errors';
+import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
-import { acceptAllocation, acceptEndpoint, acceptReleaseResult } from './answers';
 import type { Logger } from './log';
-import {
-  type HttpResponse,
-  type InFlight,
-  type RequestOptions,
-  type Runtime,
-  thenAnswer,
-  UnreachableError,
-} from './runtime/runtime';
+import type { Runtime } from './runtime/runtime';
 
 /** ferryd down, starting or draining: code 11, whether the transport or ferryd itself said so. */
 export const isDaemonDown = (err: unknown): err is CniError =>
@@ -39,6 +36,9 @@ export const isNotListening = (err: unknown): err is CniError =>
   err.cause instanceof UnreachableError &&
   (err.cause.reason === 'absent' || err.cause.reason === 'refused');
 
+/** Sent with every request: the version-skew rule's half that ferryd checks. */
+const API_VERSION_HEADERS = { [FERRY_API_HEADER]: String(FERRY_API_VERSION) };
+
 export interface DaemonTimeoutsMs {
   connectMs: number;
   requestMs: number;
@@ -46,12 +46,12 @@ export interface DaemonTimeoutsMs {
 
 export class DaemonClient {
   readonly socket: string;
-  readonly #rt: Runtime;
+  readonly #runtime: Runtime;
   readonly #t: DaemonTimeoutsMs;
   readonly #log: Logger;
 
-  constructor(rt: Runtime, socket: string, timeouts: DaemonTimeoutsMs, log: Logger) {
-    this.#rt = rt;
+  constructor(runtime: Runtime, socket: string, timeouts: DaemonTimeoutsMs, log: Logger) {
+    this.#runtime = runtime;
     this.socket = socket;
     this.#t = timeouts;
     this.#log = log;
@@ -64,19 +64,20 @@ export class DaemonClient {
       async () => (await import('@ferry/shared-types/api/allocations')).AllocationSchema,
       req,
       undefined,
-      acceptAllocation,
+      isAllocation,
     );
   }
 
-  async commit(containerId: string, req: CommitRequest): Promise<void> {
+  /** The commit as a request, for where the commit journal cannot be written (ADD's usual commit is a journal entry). */
+  async commitWithoutJournal(containerId: string, req: CommitRequest): Promise<void> {
     await this.#exchange('PUT', `/v1/endpoints/${encodeURIComponent(containerId)}`, req).answer();
   }
 
   /** The container's endpoint, or undefined when ferryd holds none. `deadlineMs` caps this one call. */
   getEndpoint(containerId: string, deadlineMs?: number): InFlight<Endpoint | undefined> {
     const path = `/v1/endpoints/${encodeURIComponent(containerId)}`;
-    const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, acceptEndpoint);
-    return thenAnswer(asked, async (answer) => {
+    const asked = this.#call('GET', path, endpointSchema, undefined, deadlineMs, isEndpoint);
+    return mapAnswer(asked, async (answer) => {
       try {
         return await answer;
       } catch (err) {
@@ -94,25 +95,19 @@ export class DaemonClient {
   }
 
   /**
-   * The usual DEL in one request: releases the attachment only if it is the InfraNIC alone whose host
-   * veth, `hostVethDeleted`, the shim has already deleted; otherwise nothing is released and the answer's
+   * The usual DEL in one request, once the shim has deleted the attachment's host veth: releases the
+   * attachment only if that InfraNIC is all it has; otherwise nothing is released and the answer's
    * `toTearDown` lists the attachment's interfaces. `deadlineMs` caps this one call.
    */
-  releaseIfOnly(
-    containerId: string,
-    network: string,
-    ifName: string,
-    hostVethDeleted: string,
-    deadlineMs?: number,
-  ): Promise<ReleaseResult> {
-    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=${encodeURIComponent(hostVethDeleted)}`;
+  releaseIfOnly(containerId: string, network: string, ifName: string, deadlineMs?: number): Promise<ReleaseResult> {
+    const q = `network=${encodeURIComponent(network)}&ifName=${encodeURIComponent(ifName)}&hostVethDeleted=true`;
     return this.#call(
       'DELETE',
       `/v1/endpoints/${encodeURIComponent(containerId)}?${q}`,
       async () => (await import('@ferry/shared-types/api/endpoints')).ReleaseResultSchema,
       undefined,
       deadlineMs,
-      acceptReleaseResult,
+      isReleaseResult,
     ).answer();
   }
 
@@ -156,7 +151,7 @@ export class DaemonClient {
     try {
       const r = await this.#send('GET', '/readyz', undefined, deadlineMs).answer();
       const { ReadinessSchema } = await import('@ferry/shared-types/api/status');
-      const body = ReadinessSchema.safeParse(safeJson(r.body));
+      const body = ReadinessSchema.safeParse(parseJsonOrUndefined(r.body));
       if (r.status === 200 && body.success && body.data.ready) return undefined;
       return body.success ? `ferryd is ${body.data.phase}` : `readyz answered ${r.status}`;
     } catch (err) {
@@ -164,19 +159,21 @@ export class DaemonClient {
     }
   }
 
-  /** A call whose answer is used: taken by `accept` (answers.ts) when it can, else parsed with `schema`. */
+  /**
+   * A call whose answer is used: taken as it is when `check` (generated from `schema`,
+   * @ferry/shared-types/checks) accepts it, else parsed with `schema`, which is loaded only then.
+   */
   #call<T>(
-    method: RequestOptions['method'],
+    method: Method,
     path: string,
     schema: () => Promise<z.ZodMiniType<T>>,
     body?: unknown,
     deadlineMs?: number,
-    accept?: (doc: unknown) => T | undefined,
+    check?: (doc: unknown) => doc is T,
   ): InFlight<T> {
-    return thenAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
+    return mapAnswer(this.#exchange(method, path, body, deadlineMs), async (answer) => {
       const doc = await answer;
-      const accepted = accept?.(doc);
-      if (accepted !== undefined) return accepted;
+      if (check?.(doc)) return doc;
       const parsed = (await schema()).safeParse(doc);
       if (parsed.success) return parsed.data;
       throw new CniError(
@@ -187,42 +184,43 @@ export class DaemonClient {
   }
 
   /** Sends one request; its answer is the decoded body of a 2xx answer, or throws the CniError of any other. */
-  #exchange(method: RequestOptions['method'], path: string, body?: unknown, deadlineMs?: number): InFlight<unknown> {
+  #exchange(method: Method, path: string, body?: unknown, deadlineMs?: number): InFlight<unknown> {
     const started = Date.now();
     this.#log.debug({ method, path }, 'asking ferryd');
     const deadline = Math.min(this.#t.requestMs, deadlineMs ?? this.#t.requestMs);
     const sent = this.#send(method, path, body === undefined ? undefined : JSON.stringify(body), deadline);
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       const r = await answer;
       this.#log.debug({ method, path, status: r.status, tookMs: Date.now() - started }, 'ferryd answered');
-      const doc = safeJson(r.body);
+      const skew = apiSkewOf(FERRY_API_VERSION, parseApiVersion(r.headers.get(FERRY_API_HEADER)));
+      if (skew !== undefined) throw new CniError(Code.ApiVersionSkew, `ferryd ${method} ${path}: ${skew}`);
+      const doc = parseJsonOrUndefined(r.body);
       if (r.status >= 200 && r.status < 300) return doc;
-      const { CniErrorSchema } = await import('@ferry/shared-types/api/error');
-      const err = CniErrorSchema.safeParse(doc);
-      if (err.success && isCode(err.data.code)) throw new CniError(err.data.code, err.data.msg, err.data.details ?? '');
-      throw new CniError(Code.DaemonProtocol, `ferryd ${method} ${path}: HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+      // Imported on an error only: its schema is built when its module loads.
+      const { errorOfAnswer } = await import('@ferry/shared-types/api/error');
+      throw errorOfAnswer(`ferryd ${method} ${path}`, r.status, r.body, doc);
     });
   }
 
-  #send(
-    method: RequestOptions['method'],
-    path: string,
-    body: string | undefined,
-    deadlineMs: number,
-  ): InFlight<HttpResponse> {
-    const sent = this.#rt.request({
+  #send(method: Method, path: string, body: string | undefined, deadlineMs: number): InFlight<HttpResponse> {
+    const sent = this.#runtime.request({
       socket: this.socket,
       method,
       path,
+      headers: API_VERSION_HEADERS,
       ...(body !== undefined ? { body } : {}),
       connectMs: this.#t.connectMs,
       deadlineMs,
     });
-    return thenAnswer(sent, async (answer) => {
+    return mapAnswer(sent, async (answer) => {
       try {
         return await answer;
       } catch (err) {
-        if (err instanceof UnreachableError) throw new CniError(Code.TryAgainLater, err.message, '', { cause: err });
+        if (err instanceof UnreachableError) {
+          throw new CniError(Code.TryAgainLater, `ferryd at ${this.socket} is unreachable: ${err.message}`, '', {
+            cause: err,
+          });
+        }
         throw err;
       }
     });
@@ -230,11 +228,3 @@ export class DaemonClient {
 }
 
 const endpointSchema = async () => (await import('@ferry/shared-types/api/endpoints')).EndpointSchema;
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -12,6 +12,6 @@ export interface Deps {
   addWaitMs: number;
   /** How long DEL asks a ferryd that is running but does not answer before it queues. */
   delWaitMs: number;
-  /** Locks for the delete queue. */
-  rt: Runtime;
+  /** Locks for the delete queue, SHA-256 for derived names. */
+  runtime: Runtime;
 }

@@ -20,7 +20,7 @@ import { aboutText, cmdVersion } from './commands/version';
 import { parseNetConf, type ShimConf } from './config';
 import { DaemonClient } from './daemon-client';
 import type { Deps } from './deps';
-import { type CmdArgs, checkNetns, isOwnNetns, parseEnv } from './env';
+import { type CmdArgs, checkNetns, parseEnv } from './env';
 import { DEFAULT_ROTATION, type Level, type Logger, openLog } from './log';
 import type { Rotation } from './log-rotation';
 import type { Runtime } from './runtime/runtime';
@@ -33,7 +33,7 @@ export interface Io {
   printErr(text: string): void;
 }
 
-type Handler = (args: CmdArgs, conf: ShimConf, d: Deps) => Promise<unknown>;
+type Handler = (args: CmdArgs, conf: ShimConf, deps: Deps) => Promise<unknown>;
 // ADD, CHECK and DEL (with the config check, the ferryd client and the netlink layer) are imported
 // statically: they are most of what a pod's runs load anyway, and each module Bun loads on its own costs
 // (bytecode lookup, link, evaluation); as one chunk they cost ~1.3 ms less CPU per run than as the ~20
@@ -52,7 +52,7 @@ export interface MainOptions {
   defaultLogFile?: string;
 }
 
-export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: MainOptions = {}): Promise<number> {
+export async function main(env: NodeJS.ProcessEnv, io: Io, runtime: Runtime, opts: MainOptions = {}): Promise<number> {
   if (!env.CNI_COMMAND) {
     io.printErr(aboutText());
     return 0;
@@ -62,16 +62,17 @@ export async function main(env: NodeJS.ProcessEnv, io: Io, rt: Runtime, opts: Ma
   // Even an env error is logged to the config's log file and printed in the config's version.
   const log = openLog(early.logFile ?? opts.defaultLogFile, 'info', early.rotation);
   try {
-    return await run(env, io, rt, input, early, log);
+    return await run(env, io, runtime, input, early, log);
   } finally {
     log.close();
   }
 }
 
+/** One command, from the parsed env and config to the printed answer and the exit code. */
 async function run(
   env: NodeJS.ProcessEnv,
   io: Io,
-  rt: Runtime,
+  runtime: Runtime,
   input: Awaited<ReturnType<typeof readInput>>,
   early: ReturnType<typeof peekConfig>,
   log: Logger,
@@ -91,58 +92,70 @@ async function run(
     // logFile needs no second look: the peek took it by the schema's own rule (an absolute path).
     if (conf.logLevel) log.setLevel(conf.logLevel satisfies Level);
     if (args.command === 'ADD' || args.command === 'CHECK') checkNetns(args, env);
-    const clog = log.child({
-      cmd: args.command,
-      containerId: args.containerId || undefined,
-      ifName: args.ifName || undefined,
-      netns: args.netns || undefined,
-      network: conf.name,
-    });
-    const t = conf.daemonTimeouts ?? {};
-    const deps: Deps = {
-      daemon: new DaemonClient(
-        rt,
-        conf.daemonSocket ?? DEFAULT_SOCKET,
-        {
-          connectMs: t.connectMs ?? DEFAULT_DAEMON_TIMEOUTS.connectMs,
-          requestMs: t.requestMs ?? DEFAULT_DAEMON_TIMEOUTS.requestMs,
-        },
-        clog,
-      ),
-      ip: ipOf(rt),
-      log: clog,
-      addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
-      delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,
-      rt,
-    };
-    clog.debug({}, 'config parsed');
-    if (args.command === 'DEL' && args.netns && isOwnNetns(args.netns)) {
-      // The release still happens (a pod must never stay Terminating), but nothing in the node's own
-      // namespace is touched as if it were the pod's: DEL goes on as if the netns were gone.
-      clog.warn({}, "CNI_NETNS is the node's own network namespace: releasing without touching it");
-      args.netns = '';
-    }
-    const result = await (await handler)(args, conf, deps);
+    const result = await (await handler)(args, conf, depsOf(args, conf, runtime, log));
     if (result !== undefined) io.print(JSON.stringify(result));
     return 0;
   } catch (err) {
-    const cniErr =
-      err instanceof CniError
-        ? forRuntime(err)
-        : new CniError(Code.Internal, `internal error: ${(err as Error)?.message ?? String(err)}`);
-    log.error(
-      { err, code: cniErr.code, cmd: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifName: env.CNI_IFNAME },
-      cniErr.message,
-    );
-    io.print(JSON.stringify(toErrorBody(cniErr, version)));
+    printError(err, env, version, io, log);
     return 1;
   }
 }
 
+/** What a command works with: ferryd's client with the config's timeouts, the netlink layer, its own log. */
+function depsOf(args: CmdArgs, conf: ShimConf, runtime: Runtime, log: Logger): Deps {
+  const commandLog = log.child({
+    cmd: args.command,
+    containerId: args.containerId || undefined,
+    ifName: args.ifName || undefined,
+    netns: args.netns || undefined,
+    network: conf.name,
+  });
+  const timeouts = daemonTimeoutsOf(conf);
+  const socket = conf.daemonSocket ?? DEFAULT_SOCKET;
+  commandLog.debug({}, 'config parsed');
+  return {
+    daemon: new DaemonClient(
+      runtime,
+      socket,
+      { connectMs: timeouts.connectMs, requestMs: timeouts.requestMs },
+      commandLog,
+    ),
+    ip: ipOf(runtime),
+    log: commandLog,
+    addWaitMs: timeouts.addWaitMs,
+    delWaitMs: timeouts.delWaitMs,
+    runtime,
+  };
+}
+
+/** The config's daemonTimeouts, each one it leaves out at its default. */
+function daemonTimeoutsOf(conf: ShimConf): Record<keyof typeof DEFAULT_DAEMON_TIMEOUTS, number> {
+  const t = conf.daemonTimeouts ?? {};
+  return {
+    connectMs: t.connectMs ?? DEFAULT_DAEMON_TIMEOUTS.connectMs,
+    requestMs: t.requestMs ?? DEFAULT_DAEMON_TIMEOUTS.requestMs,
+    addWaitMs: t.addWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.addWaitMs,
+    delWaitMs: t.delWaitMs ?? DEFAULT_DAEMON_TIMEOUTS.delWaitMs,
+  };
+}
+
+/** The one JSON of a failed command, in the config's version; anything not a CniError is 999, logged. */
+function printError(err: unknown, env: NodeJS.ProcessEnv, version: CniVersion, io: Io, log: Logger): void {
+  const cniErr =
+    err instanceof CniError
+      ? forRuntime(err)
+      : new CniError(Code.Internal, `internal error: ${(err as Error)?.message ?? String(err)}`);
+  log.error(
+    { err, code: cniErr.code, cmd: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID, ifName: env.CNI_IFNAME },
+    cniErr.message,
+  );
+  io.print(JSON.stringify(toErrorBody(cniErr, version)));
+}
+
 /** Links over rtnetlink where the runtime has its system calls (what it cannot do, and elsewhere: iproute2). */
-function ipOf(rt: Runtime): Ip {
-  const iproute2 = new Iproute2(rt.run);
-  return new Ip(rt.rtnl ? new Rtnetlink(rt.rtnl, iproute2) : iproute2);
+function ipOf(runtime: Runtime): Ip {
+  const iproute2 = new Iproute2(runtime.run);
+  return new Ip(runtime.rtnl ? new Rtnetlink(runtime.rtnl, iproute2) : iproute2);
 }
 
 /** ferryd's storage failure is transient for the runtime: CNI's 11 (try again later), ferryd's words. */

@@ -1,10 +1,9 @@
 import type { Allocation } from '@ferry/shared-types/api/allocations';
-import { AnyResultSchema } from '@ferry/shared-types/cni/any-result';
 import { resultSchemaFor } from '@ferry/shared-types/cni/result';
-import { holdToSchema } from '@ferry/shared-types/testing/oracle';
+import { Code } from '@ferry/shared-types/errors';
 import { expect, test } from 'vitest';
 import type { ShimConf } from './config';
-import { isAnyResult, prevResultOf, toResult } from './result';
+import { prevResultOf, toResult } from './result';
 
 const alloc: Allocation = {
   network: 'ferry',
@@ -62,21 +61,42 @@ test("a chained prevResult is passed through with Ferry's interfaces, addresses 
   expect(resultSchemaFor('0.4.0').safeParse(r).success).toBe(true);
 });
 
-holdToSchema(
-  'prevResult',
-  [
-    {
-      cniVersion: '1.0.0',
-      interfaces: [
-        { name: 'fry0', mac: 'ee:ee:ee:ee:ee:ee' },
-        { name: 'eth0', sandbox: '/var/run/netns/p' },
-      ],
-      ips: [{ address: '10.244.1.5/32', gateway: '169.254.1.1', interface: 1 }],
-      routes: [{ dst: '0.0.0.0/0', gw: '169.254.1.1' }],
-      dns: { nameservers: ['10.96.0.10'] },
-    },
-    { cniVersion: '0.3.1', ips: [{ version: '4', address: '10.0.0.2/24' }], portMappings: [] },
-  ],
-  (doc) => (isAnyResult(doc) ? doc : undefined),
-  AnyResultSchema,
-);
+test('a prevResult the check refuses is worded by the schema, with code 7', async () => {
+  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', prevResult: { ips: [{ version: '4' }] } };
+  await expect(prevResultOf(conf as ShimConf)).rejects.toMatchObject({
+    code: Code.InvalidConfig,
+    message: 'invalid network config: prevResult: ips[0].address: expected string',
+  });
+});
+
+test("a secondary network's result is its device alone, in the sandbox, with its addresses; pciID from 1.0.0 on", () => {
+  const device = {
+    nicType: 'DelegatedNIC' as const,
+    ifName: 'net1',
+    endpointId: 'm1-net1',
+    mac: '02:00:00:00:0f:01',
+    hostIfName: 'ens2f0v1',
+    pciAddress: '0000:18:02.1',
+    addresses: [{ family: 4 as const, address: '192.168.50.2/24', gateway: '192.168.50.1' }],
+    routes: [{ dst: '192.168.0.0/16', gw: '192.168.50.1' }],
+  };
+  const secondary: Allocation = { network: 'sriov', containerId: 'm1', ifName: 'net1', generation: 2, nics: [device] };
+  const nics = [{ plan: device, built: { ifName: 'net1', mac: device.mac, containerIfIndex: 9 } }];
+  for (const cniVersion of ['0.3.0', '0.3.1', '0.4.0', '1.0.0', '1.1.0'] as const) {
+    const conf = { cniVersion, name: 'sriov', type: 'ferry-cni' } as ShimConf;
+    const r = toResult(conf, {}, '/var/run/netns/p', secondary, nics);
+    const v1 = cniVersion.startsWith('1.');
+    expect(r.interfaces, cniVersion).toEqual([
+      {
+        name: 'net1',
+        mac: device.mac,
+        sandbox: '/var/run/netns/p',
+        ...(v1 ? { pciID: '0000:18:02.1' } : {}),
+      },
+    ]);
+    expect(r.ips, cniVersion).toEqual([
+      { ...(v1 ? {} : { version: '4' }), address: '192.168.50.2/24', gateway: '192.168.50.1', interface: 0 },
+    ]);
+    expect(resultSchemaFor(cniVersion).safeParse(r).success, cniVersion).toBe(true);
+  }
+});

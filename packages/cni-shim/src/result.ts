@@ -5,10 +5,10 @@
  */
 import type { Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic } from '@ferry/shared-types/api/endpoints';
+import { isAnyResult } from '@ferry/shared-types/checks';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { convertResult } from '@ferry/shared-types/cni/convert';
 import { Code } from '@ferry/shared-types/errors';
-import { arrayOf, isNumber, isString, looseObject } from '@ferry/shared-types/hand-check';
 import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';
 import type { BuiltInfraNic } from './nic/infra';
@@ -19,27 +19,16 @@ export type BuiltPair =
   | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
 
 /**
- * The config's prevResult, validated (empty when there is none): by hand in the usual case (isAnyResult),
- * else by its schema, which is loaded only then and words the error.
+ * The config's prevResult, validated (empty when there is none): by the check generated from
+ * AnyResultSchema in the usual case, else by the schema, which is loaded only then (building it costs
+ * ~1 ms) and words the error.
  */
 export async function prevResultOf(conf: ShimConf): Promise<AnyResult> {
   if (!conf.prevResult) return {};
-  if (isAnyResult(conf.prevResult)) return conf.prevResult as AnyResult; // checked by AnyResultSchema's rules
+  if (isAnyResult(conf.prevResult)) return conf.prevResult;
   const { AnyResultSchema } = await import('@ferry/shared-types/cni/any-result');
   return parseAs(AnyResultSchema, conf.prevResult, Code.InvalidConfig, 'invalid network config: prevResult');
 }
-
-/** AnyResultSchema's rules by hand (result.test.ts holds it to the schema); building the schema costs ~1 ms. */
-export const isAnyResult = looseObject(
-  {},
-  {
-    cniVersion: isString,
-    interfaces: arrayOf(looseObject({ name: isString })),
-    ips: arrayOf(looseObject({ address: isString }, { version: isString, interface: isNumber })),
-    routes: arrayOf(looseObject({ dst: isString })),
-    dns: looseObject({}),
-  },
-);
 
 export function toResult(
   conf: ShimConf,
@@ -56,7 +45,15 @@ export function toResult(
     if (plan.nicType === 'InfraNIC') interfaces.push({ name: plan.hostVethName, mac: plan.hostVethMac });
     const podIndex = interfaces.length;
     const mtu = 'mtu' in built ? built.mtu : undefined;
-    interfaces.push({ name: built.ifName, mac: built.mac, ...(mtu ? { mtu } : {}), sandbox: netns });
+    // pciID (1.0.0 on; convertResult drops it below): the device's PCI address, as sriov-cni reports it.
+    const pciID = plan.nicType === 'DelegatedNIC' ? plan.pciAddress : undefined;
+    interfaces.push({
+      name: built.ifName,
+      mac: built.mac,
+      ...(mtu ? { mtu } : {}),
+      sandbox: netns,
+      ...(pciID ? { pciID } : {}),
+    });
     for (const a of plan.addresses) {
       ips.push({ address: a.address, ...(a.gateway ? { gateway: a.gateway } : {}), interface: podIndex });
     }

@@ -22,3 +22,14 @@ test('unwind runs undos in reverse, survives a failing one, and commit disarms i
   await armed.unwind(log);
   expect(order).toEqual(['c', 'a']);
 });
+
+test('steps pushed after an unwind are armed anew, and only they are undone next time', async () => {
+  const log = openLog('/dev/null', 'silent');
+  const order: string[] = [];
+  const undo = new Rollback();
+  undo.push('early pair', async () => order.push('early pair'));
+  await undo.unwind(log);
+  undo.push('release', async () => order.push('release'));
+  await undo.unwind(log);
+  expect(order).toEqual(['early pair', 'release']);
+});

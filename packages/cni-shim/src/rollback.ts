@@ -19,6 +19,7 @@ export class Rollback {
     this.#steps.length = 0;
   }
 
+  /** Undoes every armed step, last first, and empties the stack: steps pushed afterwards are armed anew. */
   async unwind(log: Logger): Promise<void> {
     for (const { what, undo } of this.#steps.splice(0).reverse()) {
       try {

@@ -3,9 +3,9 @@
  * VERSION and early errors stay cheap (config.ts validates the rest).
  */
 
-import { utf8Length } from '@ferry/files/utf8';
 import { IMPLICIT_VERSION } from '@ferry/shared-types/cni/versions';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { utf8Length } from '@ferry/sys/utf8';
 
 /** Larger than any real conflist entry by far; refusing it bounds memory and parse time. */
 const MAX_STDIN_BYTES = 1024 * 1024;

@@ -23,7 +23,7 @@ async function useFullFerryd(dir: string): Promise<{ socket: string; asked: stri
   const server = createServer((req, res) => {
     asked.push(`${req.method} ${req.url?.split('?')[0]}`);
     const answer = (status: number, body: object) => {
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': 'application/json', 'ferry-api': '1' }).end(JSON.stringify(body));
     };
     const path = req.url?.split('?')[0] ?? '';
     if (path === '/readyz') return answer(503, { ready: false, phase: 'ready', reason: `storage failing: ${DB_FULL}` });

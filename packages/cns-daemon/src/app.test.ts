@@ -230,7 +230,7 @@ test.for([
   ['POST', '/v1/allocations', { ...attach('c1'), network: '../etc' }, 'body: network: must match'],
   ['POST', '/v1/allocations', { ...attach('c1'), containerId: 'a/b' }, 'body: containerId: must match'],
   ['POST', '/v1/allocations', { ...attach('c1'), ifName: 'x'.repeat(16) }, 'body: ifName: is longer than 15 bytes'],
-  ['POST', '/v1/allocations', { ...attach('c1'), extra: 1 }, 'invalid request body: (root): Unrecognized key: "extra"'],
+  ['POST', '/v1/allocations', { ...attach('c1'), extra: 1 }, 'invalid request body: (root): unknown field "extra"'],
   ['POST', '/v1/allocations', { ...attach('c1'), network: 'nope' }, 'network "nope" is not configured'],
   ['GET', '/v1/endpoints/..%2Fetc', undefined, 'params: containerId: must match'],
   ['DELETE', '/v1/endpoints/c1', undefined, 'querystring: network: '],
@@ -258,6 +258,41 @@ test('malformed JSON is a decode failure, an unknown route a 404, both CNI-shape
   const nf = await h.app.inject({ method: 'GET', url: '/v2/nothing' });
   expect(nf.statusCode).toBe(404);
   expect(nf.json()).toEqual({ code: Code.NotFound, msg: 'route GET /v2/nothing not found' });
+});
+
+test('the version-skew rule: every answer states API 1; a shim of another API is refused first, naming both', async (t) => {
+  const h = await useApp(t);
+  const ask = (ferryApi?: string | string[]) =>
+    h.app.inject({
+      method: 'POST',
+      url: '/v1/allocations',
+      payload: attach('c1'),
+      ...(ferryApi === undefined ? {} : { headers: { 'ferry-api': ferryApi } }),
+    });
+  const newer = await ask('2');
+  expect(newer.statusCode).toBe(400);
+  expect(newer.headers['ferry-api']).toBe('1');
+  expect(newer.json()).toEqual({
+    code: Code.ApiVersionSkew,
+    msg: "ferry-cni speaks API 2, ferryd API 1: ferryd is older than ferry-cni; finish rolling out the ferryd DaemonSet (each of its pods installs the ferry-cni of its own release), or install the ferry-cni of ferryd's release",
+  });
+  for (const garbled of ['', 'v1', ['1', '1']]) {
+    const r = await ask(garbled);
+    expect(r.json(), JSON.stringify(garbled)).toMatchObject({
+      code: Code.ApiVersionSkew,
+      msg: expect.stringContaining('(none stated)'),
+    });
+  }
+  // Refused before the request was read: nothing was allocated.
+  expect((await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' })).statusCode).toBe(404);
+  const same = await ask('1');
+  expect(same.statusCode, same.body).toBe(200);
+  expect(same.headers['ferry-api']).toBe('1');
+  // Without the header (ferryctl, curl): served, and told the version too.
+  const plain = await h.app.inject({ method: 'GET', url: '/v1/endpoints/c1' });
+  expect(plain.statusCode).toBe(200);
+  expect(plain.headers['ferry-api']).toBe('1');
+  expect((await h.app.inject({ method: 'GET', url: '/nope' })).headers['ferry-api']).toBe('1');
 });
 
 test('operator pools, addresses, metrics and OpenAPI', async (t) => {
@@ -301,6 +336,30 @@ test('the TCP surface has no shim routes and checks bearer tokens', async (t) =>
   const admin = await h.app.inject({ method: 'DELETE', url: '/v1/operator/endpoints/c1', headers: auth(tokens.admin) });
   expect(admin.statusCode).toBe(200);
   expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+});
+
+test('the scrape surface serves /metrics and the probes, and nothing of the shim or the operator', async (t) => {
+  const h = await useApp(t, {}, { surface: 'metrics' });
+  const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
+  expect(metrics.statusCode).toBe(200);
+  expect(metrics.headers['content-type']).toContain('text/plain');
+  expect(metrics.body).toContain('ferry_ready 1');
+  expect((await h.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ ok: true });
+  expect((await h.app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+  for (const [method, url] of [
+    ['POST', '/v1/allocations'],
+    ['GET', '/v1/endpoints/c1'],
+    ['DELETE', '/v1/endpoints/c1'],
+    ['POST', '/v1/gc'],
+    ['GET', '/v1/status'],
+    ['GET', '/v1/operator/pools'],
+    ['GET', '/v1/operator/endpoints'],
+    ['GET', '/openapi.json'],
+  ] as const) {
+    const r = await h.app.inject({ method, url, ...(method === 'POST' ? { payload: attach('c1') } : {}) });
+    expect(r.statusCode, `${method} ${url}`).toBe(404);
+    expect(r.json().code, `${method} ${url}`).toBe(Code.NotFound);
+  }
 });
 
 test('operator GC lists endpoints whose netns is gone, or not kept, and releases them only with apply', async (t) => {

@@ -1,9 +1,10 @@
 /**
  * buildApp(deps) assembles ferryd's HTTP API and never listens (main.ts does), so tests drive it with
  * inject(). The shim routes and the operator routes are sibling plugins: the operator plugin's
- * bearer-token hook (TCP surface only) cannot reach the shim routes.
+ * bearer-token hook (TCP surface only) cannot reach the shim routes. The scrape surface has neither.
  */
 import swagger from '@fastify/swagger';
+import { apiSkewOf, FERRY_API_HEADER, FERRY_API_VERSION, parseApiVersion } from '@ferry/shared-types/api/version';
 import { MAX_CONTAINER_ID_LENGTH } from '@ferry/shared-types/cni/validate';
 import { CniError, type CniErrorBody, Code, toErrorBody } from '@ferry/shared-types/errors';
 import { describeIssue } from '@ferry/shared-types/parse';
@@ -14,13 +15,14 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
-import type { Attachments } from './endpoints/attachments';
+import type { Attachments } from './attachments/attachments';
 import { httpStatusOf } from './errors';
 import type { HandingOver } from './handover/handing-over';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
 import type { Operator } from './operator';
+import type { PodServices } from './pods/build';
 import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
@@ -53,17 +55,25 @@ export interface AppDeps {
   log: Logger;
   /** Liveness: throws when the database no longer answers. */
   ping(): void;
+  /** This node's pods, when ferryd watches them (the operator API shows them). */
+  pods?: PodServices;
 }
 
 export interface AppOptions {
-  /** `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens. */
-  surface: 'unix' | 'tcp';
+  /**
+   * `unix` serves everything (the socket is root-only); `tcp` serves operators, behind bearer tokens;
+   * `metrics` serves /metrics and the probes only (the scrape listener, open to the network).
+   */
+  surface: 'unix' | 'tcp' | 'metrics';
   tokens?: { read: string; admin?: string };
   /** Encode every answer through its route's schema and fail on drift (tests; see serializer.ts). */
   checkResponses?: boolean;
   /** The unix surface's side of a rollout: POST /v1/handover and the hook that holds requests meanwhile. */
   handingOver?: HandingOver;
 }
+
+/** The API version as the header states it. */
+const API_VERSION_TEXT = String(FERRY_API_VERSION);
 
 export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'unix' }) {
   const app = Fastify({
@@ -95,6 +105,16 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   );
   // First of all hooks: during a hand-over every request is held, then proxied to the successor.
   if (opts.handingOver) app.addHook('onRequest', opts.handingOver.onRequest);
+  // The version-skew rule (shared-types api/version.ts): every answer states this ferryd's API version,
+  // and a ferry-cni outside the rule is refused before its request is read. Only ferry-cni sends the
+  // header: ferryctl (of ferryd's own release) and operators' tools are served without it.
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header(FERRY_API_HEADER, API_VERSION_TEXT);
+    const stated = req.headers[FERRY_API_HEADER];
+    if (stated === undefined || stated === API_VERSION_TEXT) return done();
+    const skew = apiSkewOf(parseApiVersion(stated), FERRY_API_VERSION);
+    done(skew === undefined ? undefined : new CniError(Code.ApiVersionSkew, skew));
+  });
   // A callback hook, not an async one: no promise per request for what is synchronous work.
   app.addHook('onResponse', (req, reply, done) => {
     const ms = reply.elapsedTime;
@@ -108,13 +128,16 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     done();
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'ferryd API', version: '1', description: 'The node state daemon of the Ferry CNI' },
-    },
-    transform: jsonSchemaTransform,
-  });
+  if (opts.surface !== 'metrics') {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: { title: 'ferryd API', version: API_VERSION_TEXT, description: 'The node state daemon of the Ferry CNI' },
+      },
+      transform: jsonSchemaTransform,
+    });
+    app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  }
 
   await app.register(healthRoutes, {
     lifecycle: deps.lifecycle,
@@ -122,6 +145,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     metrics: deps.metrics,
     ping: deps.ping,
   });
+  if (opts.surface === 'metrics') return app;
   if (opts.surface === 'unix') {
     await app.register(allocationRoutes, {
       attachments: deps.attachments,
@@ -129,6 +153,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       lifecycle: deps.lifecycle,
       metrics: deps.metrics,
       storage: deps.storage,
+      ...(deps.pods ? { pods: deps.pods } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,
@@ -139,7 +164,11 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     await app.register(statusRoutes, { lifecycle: deps.lifecycle, storage: deps.storage, operator: deps.operator });
     if (opts.handingOver) await app.register(handOverRoutes, { handingOver: opts.handingOver });
   }
-  await app.register(operatorRoutes, { operator: deps.operator, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
+  await app.register(operatorRoutes, {
+    operator: deps.operator,
+    pods: deps.pods,
+    ...(opts.tokens ? { tokens: opts.tokens } : {}),
+  });
   return app;
 }
 

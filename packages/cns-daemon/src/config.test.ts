@@ -97,10 +97,81 @@ test.for([
     `${NET}\ncluster: { nodeName: a, routing: vxlan, vxlan: { device: "a-name-far-too-long" } }`,
     /cluster\.vxlan\.device/,
   ],
+  // Secondary networks.
+  [
+    'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24, gateway: 10.0.0.1 } }]',
+    /networks\[0\]\.ipv4\.gateway: only a network without InfraNIC/,
+  ],
+  [
+    'networks: [{ name: a, infraNIC: false, ipv4: { subnet: 10.0.0.0/24, gateway: 10.0.1.1 } }]',
+    /networks\[0\]\.ipv4\.gateway: "10.0.1.1" is not inside 10.0.0.0\/24/,
+  ],
+  [
+    'networks: [{ name: a, infraNIC: false, ipv4: { subnet: 10.0.0.0/24, defaultRoute: true } }]',
+    /networks\[0\]\.ipv4\.defaultRoute: needs `gateway`/,
+  ],
+  ['networks: [{ name: a, infraNIC: false, mtu: 9000 }]', /networks\[0\]\.mtu: a network without InfraNIC/],
+  // Tenancy.
+  [
+    `${NET}\ntenancy: { deviceGroups: [{ group: g, namespaces: [a] }] }`,
+    /deviceGroups\[0\]\.group: "g" is not a group/,
+  ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ntenancy: { deviceGroups: [{ group: g, namespaces: [a] }, { group: g, namespaces: [b] }] }`,
+    /deviceGroups\[1\]\.group: "g" is bound twice/,
+  ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ntenancy: { deviceGroups: [{ group: g, namespaces: [Not_A_Namespace] }] }`,
+    /tenancy\.deviceGroups\[0\]\.namespaces\[0\]: not a namespace name/,
+  ],
+  [
+    `${NET}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [10.0.0.128/25] }] }`,
+    /staticAddresses\[0\]\.ranges\[0\]: "10.0.0.128\/25" overlaps networks\[0\]\.ipv4/,
+  ],
+  [
+    `${NET}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [192.0.2.0/24] }, { namespaces: [b], ranges: [192.0.2.64/26] }] }`,
+    /staticAddresses\[1\]\.ranges\[0\]: "192.0.2.64\/26" overlaps tenancy\.staticAddresses\[0\]\.ranges\[0\]/,
+  ],
+  [
+    `${NET}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [192.0.2.1/24] }] }`,
+    /staticAddresses\[0\]\.ranges\[0\]: "192.0.2.1\/24" has host bits set/,
+  ],
+  [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
+  [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
+  [
+    `${NET}\ntcp: { port: 9479, tokenFile: /t }\nmetrics: {}`,
+    /metrics\.port: 9479 is also tcp\.port \(the operator listener\)/,
+  ],
 ] as const)('refuses %j naming the problem', ([text, msg], t) => {
   const file = join(tempDir(t), 'ferryd.yaml');
   writeFileSync(file, text);
   expect(() => loadConfig(file, {}, {})).toThrow(msg);
+});
+
+test('a secondary network may have no pool; its defaults: no default route, no MTU; tenancy and sysfs defaults', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(
+    file,
+    `${NET.replace(']', ', { name: sriov, infraNIC: false }, { name: l2, infraNIC: false, ipv4: { subnet: 192.168.5.0/24, gateway: 192.168.5.1 } }]')}`,
+  );
+  const { config } = loadConfig(file, {}, {});
+  expect(config.networks.map((n) => [n.name, n.infraNIC])).toEqual([
+    ['a', true],
+    ['sriov', false],
+    ['l2', false],
+  ]);
+  expect(config.tenancy).toEqual({ deviceGroups: [], staticAddresses: [] });
+  expect(config.sysfsRoot).toBe('/sys');
+});
+
+test('the scrape listener: off unless configured; every IPv4 address, port 9479 by default', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, NET);
+  expect(loadConfig(file, {}, {}).config.metrics).toBeUndefined();
+  writeFileSync(file, `${NET}\nmetrics: {}`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '0.0.0.0', port: 9479 });
+  writeFileSync(file, `${NET}\ntcp: { port: 0, tokenFile: /t }\nmetrics: { host: "::", port: 0 }`);
+  expect(loadConfig(file, {}, {}).config.metrics).toEqual({ host: '::', port: 0 });
 });
 
 test('an unknown flag is an error naming it', () => {
@@ -133,4 +204,26 @@ test('in a pod of a cluster, routing without static peers watches the Node objec
   expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toEqual({});
   writeFileSync(file, `${NET}\ncluster: { routing: none }`);
   expect(loadConfig(file, env, {}).config.cluster?.kubernetes).toBeUndefined();
+});
+
+test("the pod watch: with any routing (none too), the node's name from NODE_NAME, defaults filled in", (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(file, `${NET}\ncluster: { routing: none, kubernetes: { pods: {} } }`);
+  expect(() => loadConfig(file, {}, {})).toThrow(/cluster\.nodeName: required/);
+  const { config } = loadConfig(file, { NODE_NAME: 'node-a' }, {});
+  expect(config.cluster).toMatchObject({
+    nodeName: 'node-a',
+    routing: 'none',
+    kubernetes: { pods: { lookupTimeoutMs: 3000, networkStatus: true } },
+  });
+  // An ADD waits for the lookup inside the shim's own request deadline.
+  writeFileSync(file, `${NET}\ncluster: { routing: none, kubernetes: { pods: { lookupTimeoutMs: 9000 } } }`);
+  expect(() => loadConfig(file, { NODE_NAME: 'node-a' }, {})).toThrow(
+    /cluster\.kubernetes\.pods\.lookupTimeoutMs: .*8000/,
+  );
+  writeFileSync(
+    file,
+    `${NET}\ncluster: { routing: none, kubernetes: { pods: { networkStatus: false, watch: true } } }`,
+  );
+  expect(() => loadConfig(file, { NODE_NAME: 'node-a' }, {})).toThrow(/cluster\.kubernetes\.pods: .*"watch"/);
 });

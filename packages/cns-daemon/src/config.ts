@@ -6,7 +6,12 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { type ClusterConfig, type FerrydConfig, FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
+import {
+  type ClusterConfig,
+  type FerrydConfig,
+  FerrydConfigSchema,
+  type PoolConfig,
+} from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
@@ -154,7 +159,10 @@ function crossCheck(config: FerrydConfig): string | undefined {
   for (const [i, net] of config.networks.entries()) {
     if (seen.has(net.name)) return `networks[${i}].name: "${net.name}" is configured twice`;
     seen.add(net.name);
-    if (!net.ipv4 && !net.ipv6) return `networks[${i}]: needs ipv4, ipv6 or both`;
+    if (net.infraNIC && !net.ipv4 && !net.ipv6) return `networks[${i}]: needs ipv4, ipv6 or both`;
+    if (!net.infraNIC && net.mtu !== undefined) {
+      return `networks[${i}].mtu: a network without InfraNIC has no veth; its devices keep their own MTU`;
+    }
     for (const fam of [4, 6] as const) {
       const pool = fam === 4 ? net.ipv4 : net.ipv6;
       if (!pool) continue;
@@ -186,6 +194,8 @@ function crossCheck(config: FerrydConfig): string | undefined {
       for (const [j, r] of pool.routes.entries()) {
         if (familyOf(r.dst) !== fam) return `${where}.routes[${j}].dst: "${r.dst}" is not IPv${fam}`;
       }
+      const problem = gatewayProblem(net.infraNIC, pool, subnet, fam);
+      if (problem) return `${where}.${problem}`;
     }
     const empty = poolSpecsOf(net).find((spec) => spec.size === 0n);
     if (empty)
@@ -204,7 +214,69 @@ function crossCheck(config: FerrydConfig): string | undefined {
       }
     }
   }
-  return config.cluster ? clusterProblem(config.cluster, subnets) : undefined;
+  return (
+    tenancyProblem(config, subnets) ??
+    listenerProblem(config) ??
+    (config.cluster ? clusterProblem(config.cluster, subnets) : undefined)
+  );
+}
+
+/**
+ * A pool's gateway: a secondary network's router on the devices' segment, inside the subnet; an InfraNIC
+ * network routes through its link-local gateway and has none. A secondary network's default route needs it.
+ */
+function gatewayProblem(infraNIC: boolean, pool: PoolConfig, subnet: Cidr, fam: 4 | 6): string | undefined {
+  if (infraNIC) {
+    return pool.gateway === undefined
+      ? undefined
+      : 'gateway: only a network without InfraNIC (`infraNIC: false`) has one; InfraNIC pods route through a link-local gateway';
+  }
+  if (pool.gateway !== undefined && (familyOf(pool.gateway) !== fam || !contains(subnet, toBigInt(pool.gateway)))) {
+    return `gateway: "${pool.gateway}" is not inside ${pool.subnet}`;
+  }
+  if (pool.defaultRoute === true && pool.gateway === undefined)
+    return 'defaultRoute: needs `gateway` on a network without InfraNIC';
+  return undefined;
+}
+
+/**
+ * The namespace bindings: every bound group is one the inventory has, bound once; static-address ranges
+ * are valid prefixes outside every network's subnet (IPAM would hand the same address out) and outside
+ * each other (an address must belong to one binding).
+ */
+function tenancyProblem(config: FerrydConfig, subnets: { where: string; cidr: Cidr }[]): string | undefined {
+  const groups = new Set(config.delegatedDevices.map((d) => d.group));
+  const bound = new Set<string>();
+  for (const [i, b] of config.tenancy.deviceGroups.entries()) {
+    const where = `tenancy.deviceGroups[${i}].group`;
+    if (!groups.has(b.group)) return `${where}: "${b.group}" is not a group of delegatedDevices`;
+    if (bound.has(b.group)) return `${where}: "${b.group}" is bound twice; list all its namespaces in one entry`;
+    bound.add(b.group);
+  }
+  const ranges: { where: string; cidr: Cidr }[] = [];
+  for (const [i, b] of config.tenancy.staticAddresses.entries()) {
+    for (const [j, text] of b.ranges.entries()) {
+      const where = `tenancy.staticAddresses[${i}].ranges[${j}]`;
+      let cidr: Cidr;
+      try {
+        cidr = parseCidr(text);
+      } catch (err) {
+        return `${where}: ${(err as Error).message}`;
+      }
+      const clash = [...subnets, ...ranges].find((o) => overlaps(o.cidr, cidr));
+      if (clash) return `${where}: "${text}" overlaps ${clash.where}`;
+      ranges.push({ where, cidr });
+    }
+  }
+  return undefined;
+}
+
+/** Two listeners on one port: the second could not bind, and ferryd would fail after its start-up work. */
+function listenerProblem({ tcp, metrics }: FerrydConfig): string | undefined {
+  if (tcp && metrics && metrics.port !== 0 && metrics.port === tcp.port) {
+    return `metrics.port: ${metrics.port} is also tcp.port (the operator listener)`;
+  }
+  return undefined;
 }
 
 /**

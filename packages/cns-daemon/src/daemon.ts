@@ -1,12 +1,11 @@
 /**
  * Runs ferryd: open the store (taking it over from the ferryd serving the node, if one does), build the
- * services, reconcile, put the unix socket at its path (and the optional TCP listener), then report
- * ready. main.ts adds config, signals and exit codes.
+ * services, reconcile, put the unix socket at its path (and the optional TCP and scrape listeners), then
+ * report ready. main.ts adds config, signals and exit codes.
  */
 import { readFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { AppDeps } from './app';
-import { buildApp, type FerrydApp } from './app';
+import { type AppDeps, type AppOptions, buildApp, type FerrydApp } from './app';
 import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
 import { HandingOver } from './handover/handing-over';
@@ -42,6 +41,8 @@ export interface Daemon {
   lifecycle: Lifecycle;
   unixApp: FerrydApp;
   tcpApp?: FerrydApp;
+  /** The scrape listener (`metrics` in the config). */
+  metricsApp?: FerrydApp;
   /** Refuses ADD from now on, finishes in-flight requests, closes listeners and the database. */
   stop(): Promise<void>;
 }
@@ -56,11 +57,13 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
   const readyFile = readyFileAt(config.readyFile, log);
   try {
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
-    const { deps, reconciler, drainer, cluster } = buildServices(config, store.db, {
+    const podModule = config.cluster?.kubernetes?.pods ? await import('./pods/build') : undefined;
+    const { deps, reconciler, drainer, background } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
+      ...(podModule ? { podServices: podModule.buildPodServices } : {}),
     });
     teardown.beforeStore(() => deps.storage.stop());
     teardown.beforeStore(() => drainer.stop());
@@ -93,24 +96,28 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     const socketInode = await listenAtPath((tmp) => unixApp.listen({ path: tmp }), config.socket);
     handingOver.listening(socketInode);
     took.step('listen');
-    const tcpApp = config.tcp ? await listenTcp(config.tcp, deps, teardown) : undefined;
+    const { tcp, metrics } = config;
+    const tcpApp = tcp ? await listenTcp({ surface: 'tcp', tokens: tokensOf(tcp) }, tcp, deps, teardown) : undefined;
+    const metricsApp = metrics ? await listenTcp({ surface: 'metrics' }, metrics, deps, teardown) : undefined;
 
     deps.lifecycle.markReady();
     readyFile.write(socketInode);
     drainer.unlock();
     drainer.watch();
     reconciler.start();
-    if (cluster) {
-      // Routes to other nodes never hold up this node's pods: the controller starts after ready and
-      // stops before the store closes, leaving every route in place for the next ferryd.
-      teardown.beforeStore(() => cluster.stop());
-      cluster.start();
+    // Routes to other nodes (the cluster controller) never hold up this node's pods, nor does the API
+    // server (the pod watch; an ADD of a pod it has not delivered asks directly, bounded): the background
+    // parts start after ready and stop before the store closes, leaving every route for the next ferryd.
+    for (const part of background) {
+      teardown.beforeStore(() => part.stop());
+      part.start();
     }
     log.info(
       {
         socket: config.socket,
         database: config.database,
         networks: config.networks.map((n) => n.name),
+        ...(metricsApp ? { metrics: metricsApp.addresses() } : {}),
         ...(store.from ? { tookOverFrom: store.from.pid } : {}),
         tookMs: took.ms,
       },
@@ -122,6 +129,7 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
       lifecycle: deps.lifecycle,
       unixApp,
       ...(tcpApp ? { tcpApp } : {}),
+      ...(metricsApp ? { metricsApp } : {}),
       stop() {
         stopping ??= (async () => {
           deps.lifecycle.markDraining();
@@ -165,16 +173,21 @@ async function openStore(config: FerrydConfig, opts: DaemonOptions): Promise<Ope
   return store;
 }
 
-/** The operator listener; it closes with the store, so a hand-over frees its port before it answers. */
-async function listenTcp(tcp: NonNullable<FerrydConfig['tcp']>, deps: AppDeps, teardown: Teardown): Promise<FerrydApp> {
-  const tokens = {
-    read: readToken(tcp.tokenFile),
-    ...(tcp.adminTokenFile ? { admin: readToken(tcp.adminTokenFile) } : {}),
-  };
-  const app = await buildApp(deps, { surface: 'tcp', tokens });
+/** A TCP listener; it closes with the store, so a hand-over frees its port before it answers. */
+async function listenTcp(
+  opts: AppOptions,
+  at: { host: string; port: number },
+  deps: AppDeps,
+  teardown: Teardown,
+): Promise<FerrydApp> {
+  const app = await buildApp(deps, opts);
   teardown.beforeStore(() => app.close());
-  await app.listen({ host: tcp.host, port: tcp.port });
+  await app.listen({ host: at.host, port: at.port });
   return app;
+}
+
+function tokensOf(tcp: NonNullable<FerrydConfig['tcp']>): NonNullable<AppOptions['tokens']> {
+  return { read: readToken(tcp.tokenFile), ...(tcp.adminTokenFile ? { admin: readToken(tcp.adminTokenFile) } : {}) };
 }
 
 /**

@@ -32,6 +32,8 @@ const STATUS_BY_NAME = {
   Forbidden: 403,
   NotFound: 404,
   StorageFailure: 503,
+  InvalidPodIntent: 400,
+  ApiVersionSkew: 400,
   Internal: 500,
 } as const satisfies Record<keyof typeof Code, number>;
 

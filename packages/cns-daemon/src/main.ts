@@ -40,7 +40,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
       process.off('SIGTERM', handler);
       process.off('SIGINT', handler);
       process.stdout.write(
-        `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')}${clusterSummary(config)})\n`,
+        `ferryd: config ${file ?? '(defaults)'} is valid (networks: ${config.networks.map((n) => n.name).join(', ')}${clusterSummary(config)}${metricsSummary(config)})\n`,
       );
       return 0;
     }
@@ -109,6 +109,10 @@ function clusterSummary(config: FerrydConfig): string {
   if (!c) return '';
   const source = c.kubernetes ? 'peers from Kubernetes' : `${c.peers.length} static peers`;
   return `; cluster: node ${c.nodeName ?? '(unnamed)'}, routing ${c.routing}, ${source}`;
+}
+
+function metricsSummary(config: FerrydConfig): string {
+  return config.metrics ? `; metrics on ${config.metrics.host}:${config.metrics.port}` : '';
 }
 
 /** In the dist/ bundle the SQLite addon sits next to the bundle in dist/lib; from sources it is found as usual. */

@@ -1,6 +1,8 @@
 /**
  * Prometheus metrics, all prefixed `ferry_`. One Registry per app, so tests can build several apps in
- * one process. State gauges are computed at scrape time from the store, never kept in memory.
+ * one process. The counters exist from construction, so every part of ferryd can count into them as it
+ * is built; the state gauges are computed at scrape time from the parts (observe, once they all exist),
+ * never kept in memory.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { collectProcessMetrics } from './process-metrics';
@@ -23,7 +25,7 @@ export class Metrics {
   readonly storageErrors: Counter<'operation' | 'cause'>;
   readonly journalEntries: Counter<'outcome'>;
 
-  constructor(sources: MetricSources, opts: { defaultMetrics?: boolean } = {}) {
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
     if (opts.defaultMetrics) collectProcessMetrics(this.registry, 'ferry_');
     this.requestDuration = new Histogram({
@@ -63,6 +65,11 @@ export class Metrics {
       labelNames: ['outcome'],
       registers,
     });
+  }
+
+  /** Registers the state gauges, read from `sources` at every scrape. */
+  observe(sources: MetricSources): void {
+    const registers = [this.registry];
     new Gauge({
       name: 'ferry_endpoints',
       help: 'Pod interfaces ferryd holds state for',

@@ -18,22 +18,23 @@ import type {
 } from '@ferry/shared-types/api/operator';
 import type { QueueStatus } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import type { Attachments } from './attachments/attachments';
+import { toRecord } from './attachments/records';
+import type { Tenancy } from './attachments/tenancy';
 import type { ClusterController } from './cluster/controller';
 import { nodesReport } from './cluster/report';
 import type { Inventory } from './devices/inventory';
 import type { NodeChecks } from './doctor/node-checks';
-import type { Attachments } from './endpoints/attachments';
-import { toRecord } from './endpoints/records';
 import { heldIn } from './ipam/allocator';
 import { contains, familyOf, fromBigInt, toBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
 import type { Drainer } from './queue/drainer';
-import type { EndpointStore } from './store/endpoints';
+import type { AttachmentStore } from './store/attachments';
 import type { Invariants } from './store/invariants';
 import type { PoolStore } from './store/pools';
 
 export interface OperatorDeps {
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   pools: PoolStore;
   ipam: Ipam;
   attachments: Attachments;
@@ -43,30 +44,32 @@ export interface OperatorDeps {
   nodeChecks: NodeChecks;
   /** Cluster networking, when the config has a `cluster` section. */
   cluster?: ClusterController;
+  /** A reservation, like every other way to a device, keeps a bound group to its namespaces. */
+  tenancy?: Tenancy;
   /** Runs one reconcile pass now. */
   reconcile(): Promise<ReconcileResult>;
   now: () => number;
 }
 
 export class Operator {
-  readonly #d: OperatorDeps;
+  readonly #deps: OperatorDeps;
 
   constructor(deps: OperatorDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   // Every view of attachments first settles the commit journal (Attachments.settleJournal), so an ADD
   // whose shim committed through it shows as committed.
 
   listEndpoints(q: EndpointListQuery): Endpoint[] {
-    this.#d.attachments.settleJournal();
-    const { endpoints, ipam } = this.#d;
+    this.#deps.attachments.settleJournal();
+    const { attachmentStore, ipam } = this.#deps;
     const byContainer = new Map<string, Endpoint>();
-    for (const a of endpoints.allAttachments()) {
+    for (const a of attachmentStore.allAttachments()) {
       if (q.network && a.network !== q.network) continue;
       if (q.namespace && a.pod_namespace !== q.namespace) continue;
       if (q.pod && a.pod_name !== q.pod) continue;
-      for (const i of endpoints.interfacesOf(a.id)) {
+      for (const i of attachmentStore.interfacesOf(a.id)) {
         if (q.nicType && i.nic_type !== q.nicType) continue;
         const ep = byContainer.get(a.container_id) ?? { containerId: a.container_id, interfaces: [] };
         byContainer.set(a.container_id, ep);
@@ -77,19 +80,19 @@ export class Operator {
   }
 
   getEndpoint(containerId: string): Endpoint {
-    this.#d.attachments.settleJournal();
-    return this.#d.attachments.get(containerId);
+    this.#deps.attachments.settleJournal();
+    return this.#deps.attachments.get(containerId);
   }
 
   forceDelete(containerId: string): ReleaseResult {
-    this.#d.attachments.settleJournal();
-    return this.#d.attachments.releaseContainer(containerId);
+    this.#deps.attachments.settleJournal();
+    return this.#deps.attachments.releaseContainer(containerId);
   }
 
   /** Usage of every pool, or of one network's. */
   pools(network?: string): PoolUsage[] {
-    const { ipam, pools } = this.#d;
-    const now = this.#d.now();
+    const { ipam, pools } = this.#deps;
+    const now = this.#deps.now();
     const counts = pools.countByState(now);
     const out: PoolUsage[] = [];
     for (const net of network ? [ipam.network(network)] : ipam.networks()) {
@@ -117,7 +120,7 @@ export class Operator {
   }
 
   addresses(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }): AddressRecord[] {
-    return this.#d.pools.list(filter, this.#d.now()).map((r) => ({
+    return this.#deps.pools.list(filter, this.#deps.now()).map((r) => ({
       network: r.network,
       family: r.family,
       address: r.address,
@@ -130,12 +133,12 @@ export class Operator {
   }
 
   reconcile(): Promise<ReconcileResult> {
-    return this.#d.reconcile();
+    return this.#deps.reconcile();
   }
 
   devices(): Device[] {
-    this.#d.attachments.settleJournal();
-    return this.#d.inventory.list();
+    this.#deps.attachments.settleJournal();
+    return this.#deps.inventory.list();
   }
 
   /**
@@ -148,7 +151,7 @@ export class Operator {
       if (familyOf(ip) !== a.family) {
         throw new CniError(Code.InvalidConfig, `addresses[${i}].address: "${a.address}" is not IPv${a.family}`);
       }
-      const pool = this.#d.ipam
+      const pool = this.#deps.ipam
         .networks()
         .flatMap((n) => n.pools)
         .find((p) => p.spec.family === a.family && contains(p.spec.subnet, toBigInt(ip)));
@@ -159,33 +162,40 @@ export class Operator {
         );
       }
     }
-    return this.#d.inventory.reserve(mac, req);
+    const device = this.#deps.inventory.list().find((d) => d.mac === mac.toLowerCase());
+    if (device && this.#deps.tenancy && !this.#deps.tenancy.mayGive(device.group, req.namespace)) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `reserve device ${device.mac} for ${req.namespace}/${req.pod}: its group "${device.group}" is bound to other namespaces (tenancy.deviceGroups)`,
+      );
+    }
+    return this.#deps.inventory.reserve(mac, req);
   }
 
   unreserveDevice(mac: string): Device {
-    return this.#d.inventory.unreserve(mac);
+    return this.#deps.inventory.unreserve(mac);
   }
 
   nodes(): Promise<NodesReport> {
-    const { cluster } = this.#d;
+    const { cluster } = this.#deps;
     if (!cluster)
       throw new CniError(Code.NotFound, 'cluster networking is not configured (no `cluster` in the config)');
     return nodesReport(cluster);
   }
 
   queue(): QueueStatus {
-    return this.#d.drainer.status();
+    return this.#deps.drainer.status();
   }
 
   retryQueueEntry(file: string): QueueStatus {
-    this.#d.drainer.retryFailed(file);
-    return this.#d.drainer.status();
+    this.#deps.drainer.retryFailed(file);
+    return this.#deps.drainer.status();
   }
 
   /** The store's invariants, then the node's (netns, devices, queue). */
   async invariants(): Promise<InvariantReport> {
-    this.#d.attachments.settleJournal();
-    const violations = [...this.#d.invariants.check(), ...(await this.#d.nodeChecks.check())];
+    this.#deps.attachments.settleJournal();
+    const violations = [...this.#deps.invariants.check(), ...(await this.#deps.nodeChecks.check())];
     return { ok: violations.length === 0, violations };
   }
 
@@ -195,17 +205,17 @@ export class Operator {
    * or their container is dead).
    */
   gc(req: OperatorGcRequest): OperatorGcResult {
-    this.#d.attachments.settleJournal();
+    this.#deps.attachments.settleJournal();
     const keep = req.keep ? new Set(req.keep) : undefined;
     const candidates: OperatorGcResult['candidates'] = [];
-    for (const a of this.#d.endpoints.allAttachments()) {
+    for (const a of this.#deps.attachmentStore.allAttachments()) {
       if (req.network && a.network !== req.network) continue;
       const reason =
         keep && !keep.has(a.container_id) ? 'not-kept' : !existsSync(a.netns) ? 'netns-missing' : undefined;
       if (reason)
         candidates.push({ containerId: a.container_id, ifName: a.if_name, network: a.network, netns: a.netns, reason });
     }
-    if (req.apply) for (const c of candidates) this.#d.attachments.release(c.containerId, c.network, c.ifName);
+    if (req.apply) for (const c of candidates) this.#deps.attachments.release(c.containerId, c.network, c.ifName);
     return { applied: req.apply, candidates };
   }
 }

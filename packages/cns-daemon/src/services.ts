@@ -1,45 +1,59 @@
 /**
  * Builds ferryd's services on an open database: the one place that knows how they depend on each
- * other. startDaemon adds sockets and timers; route tests use it with inject().
+ * other. They are built in that order, each from what is above it; the two events that flow back up
+ * (storage working again, devices freed) are subscribed once both ends exist. startDaemon adds sockets
+ * and timers; route tests use it with inject().
  */
 
 import { Ip, Iproute2 } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
+import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
+import { Attachments } from './attachments/attachments';
+import { JournalDir } from './attachments/commit-journal';
+import { Tenancy } from './attachments/tenancy';
 import { buildCluster } from './cluster/build';
 import type { ClusterController } from './cluster/controller';
 import type { createKubePeerSource } from './cluster/kube-source';
 import { registerClusterMetrics } from './cluster/metrics';
-import type { FerrydConfig } from './config';
 import { Inventory } from './devices/inventory';
+import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
-import { Attachments } from './endpoints/attachments';
-import { JournalDir } from './endpoints/commit-journal';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
-import { Metrics } from './metrics';
-import { buildNodeState } from './node-state/build';
-import { Operator } from './operator';
+import { type MetricSources, Metrics } from './metrics';
+import { buildNodeState, type NodeState } from './node-state/build';
+import { Operator, type OperatorDeps } from './operator';
+import type { buildPodServices, PodServices } from './pods/build';
+import { registerPodMetrics } from './pods/metrics';
 import { Drainer } from './queue/drainer';
 import { readinessOf } from './readiness';
-import { Reconciler } from './reconcile/reconciler';
+import { Reconciler, type ReconcilerDeps } from './reconcile/reconciler';
 import { StaleEndpoints } from './reconcile/stale-endpoints';
 import { StorageHealth } from './storage/health';
+import { AttachmentStore } from './store/attachments';
 import { type Db, probeWrite } from './store/db';
 import { DeviceStore } from './store/devices';
-import { EndpointStore } from './store/endpoints';
 import { GroupCommit } from './store/group-commit';
 import { Invariants } from './store/invariants';
 import { PoolStore } from './store/pools';
 
+/** A part that runs beside the API: started once ferryd is ready, stopped before the store closes. */
+export interface Background {
+  start(): void;
+  stop(): Promise<void>;
+}
+
 export interface Services {
   deps: AppDeps;
-  /** Cluster networking, when the config has a `cluster` section; startDaemon starts it. */
-  cluster?: ClusterController;
+  /** This node's pods, when `cluster.kubernetes.pods` is set (also in `background`: startDaemon starts it). */
+  pods?: PodServices;
   reconciler: Reconciler;
   drainer: Drainer;
+  /** The optional parts the config asks for (cluster networking); startDaemon starts them. */
+  background: Background[];
 }
 
 export interface ServiceOptions {
@@ -48,133 +62,229 @@ export interface ServiceOptions {
   defaultMetrics: boolean;
   /** The Kubernetes peer source, loaded when `cluster.kubernetes` is set (cluster/build.ts says why). */
   kubeSource?: typeof createKubePeerSource;
+  /** The pod services, loaded when `cluster.kubernetes.pods` is set (for the same reason). */
+  podServices?: typeof buildPodServices;
+}
+
+interface Stores {
+  attachmentStore: AttachmentStore;
+  pools: PoolStore;
+  devices: DeviceStore;
 }
 
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
   const { log, now } = opts;
-  const storage = new StorageHealth({
-    database: config.database,
-    log,
-    now,
-    probeWrite: () => probeWrite(db),
-    count: (operation, cause) => metrics.storageErrors.inc({ operation, cause }),
-    // Queued DELs that waited for the disk are applied now rather than at the next rescan.
-    onRecovered: () => drainer.drainSoon(),
-  });
-  const endpoints = new EndpointStore(db);
-  const pools = new PoolStore(db);
-  const devices = new DeviceStore(db);
-  const ipam = new Ipam(pools, config);
-  const lifecycle = new Lifecycle();
-  const attachments = new Attachments({
-    db,
-    endpoints,
-    devices,
-    ipam,
-    now,
-    journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
-    log,
-    // After the transaction: the pass shows freed devices home now rather than at the next period.
-    onDevicesReleased: () => setImmediate(() => reconciler.runSoon()),
-    onJournalSettled: ({ promoted, discarded }) => {
-      metrics.journalEntries.inc({ outcome: 'promoted' }, promoted);
-      metrics.journalEntries.inc({ outcome: 'discarded' }, discarded);
-    },
-  });
-  const ip = new Ip(new Iproute2(nodeRunner));
-  const inventory = new Inventory({ db, devices, ip, config: config.delegatedDevices, log, now });
-  const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
-  const stale = new StaleEndpoints({ endpoints, attachments, log, graceMs: config.reconcile.staleGraceSec * 1000 });
-  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
-  const nodeState = buildNodeState({
-    db,
-    database: config.database,
-    bootIdPath: config.bootIdPath,
-    endpoints,
-    pools,
-    devices,
-    ipam,
-    attachments,
-    ip,
-    log,
-    now,
-  });
-  const reconciler = new Reconciler({
-    attachments,
-    ipam,
-    inventory,
-    drainer,
-    stale,
-    boot: nodeState.boot,
-    adoption: nodeState.adoption,
-    storage,
-    log,
-    now,
-    intervalMs: config.reconcile.intervalSec * 1000,
-  });
-  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
-  const invariants = new Invariants(db, ipam);
-  const operator = new Operator({
-    endpoints,
-    pools,
-    ipam,
-    attachments,
-    invariants,
-    inventory,
-    drainer,
-    nodeChecks: new NodeChecks({
-      endpoints,
-      devices,
-      drainer,
-      ip,
-      nodeState: () => nodeState.violations(),
-      ...(cluster ? { cluster } : {}),
-    }),
-    ...(cluster ? { cluster } : {}),
-    now,
-    reconcile: () => reconciler.runOnce(),
-  });
-  const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
-  const metrics = new Metrics(
-    {
-      interfaceCounts: () => endpoints.countInterfaces(),
-      addressCounts: () =>
-        pools.countByState(now()).flatMap((c) => {
-          const spec = specs.get(c.poolId);
-          return spec ? [{ network: spec.network, family: spec.family, state: c.state, n: c.n }] : [];
-        }),
-      poolSizes: () => [...specs.values()].map((s) => ({ network: s.network, family: s.family, size: Number(s.size) })),
-      deviceCounts: () => {
-        const counts = new Map<string, number>();
-        for (const d of inventory.list())
-          counts.set(`${d.group}\t${d.state}`, (counts.get(`${d.group}\t${d.state}`) ?? 0) + 1);
-        return [...counts].map(([k, n]) => {
-          const [group = '', state = ''] = k.split('\t');
-          return { group, state, n };
-        });
-      },
-      queue: () => {
-        const q = drainer.status();
-        return {
-          pending: q.pending.length,
-          failed: q.failed.length,
-          oldestAgeSec: q.oldestAgeSec,
-          applied: drainer.appliedTotal,
-        };
-      },
-      ready: () => readinessOf(lifecycle, storage).ready,
-    },
-    { defaultMetrics: opts.defaultMetrics },
+  // Counters first: every part below counts into them as it works.
+  const metrics = new Metrics({ defaultMetrics: opts.defaultMetrics });
+  const stores: Stores = {
+    attachmentStore: new AttachmentStore(db),
+    pools: new PoolStore(db),
+    devices: new DeviceStore(db),
+  };
+  const storage = storageHealthOf(config, db, metrics, opts);
+  const ipam = new Ipam(stores.pools, config);
+  const pci = new PciAddresses(config.sysfsRoot);
+  const tenancy = new Tenancy(
+    config.tenancy,
+    config.delegatedDevices.map((d) => d.group),
   );
+  const attachments = attachmentsOf(config, db, stores, { ipam, pci, tenancy }, metrics, opts);
+  const ip = new Ip(new Iproute2(nodeRunner));
+  const inventory = new Inventory({ db, devices: stores.devices, ip, config: config.delegatedDevices, log, now, pci });
+  const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
+  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
+  const nodeState = nodeStateOf(config, db, stores, { ipam, attachments, ip }, opts);
+  const parts = { attachments, ipam, inventory, drainer, storage, boot: nodeState.boot, adoption: nodeState.adoption };
+  const reconciler = reconcilerOf(config, parts, stores, opts);
+  // Queued DELs that waited for the disk are applied now rather than at the next rescan.
+  storage.onRecovered(() => drainer.drainSoon());
+  // After the transaction: the pass shows freed devices home now rather than at the next period.
+  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
+  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
+  const lifecycle = new Lifecycle();
+  const operator = operatorOf(
+    db,
+    stores,
+    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, nodeState },
+    now,
+  );
+  metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
+  const pods = buildPods(config, operator, pci, opts);
+  const writer = pods?.statusWriter;
+  // After the transaction (the writer reads the records): whoever committed or released, the pod's
+  // network-status follows now rather than at the next resync.
+  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
+  if (pods) registerPodMetrics(metrics.registry, pods);
   nodeState.registerMetrics(metrics.registry);
   const ping = () => {
     db.prepare('SELECT 1').get();
   };
   return {
-    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping },
+    deps: { attachments, writes: new GroupCommit(db), ipam, operator, lifecycle, storage, metrics, log, ping, pods },
     reconciler,
     drainer,
-    ...(cluster ? { cluster } : {}),
+    ...(pods ? { pods } : {}),
+    background: [...(cluster ? [cluster] : []), ...(pods ? [pods] : [])],
   };
+}
+
+function storageHealthOf(config: FerrydConfig, db: Db, metrics: Metrics, opts: ServiceOptions): StorageHealth {
+  return new StorageHealth({
+    database: config.database,
+    log: opts.log,
+    now: opts.now,
+    probeWrite: () => probeWrite(db),
+    count: (operation, cause) => metrics.storageErrors.inc({ operation, cause }),
+  });
+}
+
+function attachmentsOf(
+  config: FerrydConfig,
+  db: Db,
+  stores: Stores,
+  parts: { ipam: Ipam; pci: PciAddresses; tenancy: Tenancy },
+  metrics: Metrics,
+  opts: ServiceOptions,
+): Attachments {
+  return new Attachments({
+    db,
+    attachmentStore: stores.attachmentStore,
+    devices: stores.devices,
+    ...parts,
+    now: opts.now,
+    journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
+    log: opts.log,
+    onJournalSettled: ({ promoted, discarded }) => {
+      metrics.journalEntries.inc({ outcome: 'promoted' }, promoted);
+      metrics.journalEntries.inc({ outcome: 'discarded' }, discarded);
+    },
+  });
+}
+
+function reconcilerOf(
+  config: FerrydConfig,
+  parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage' | 'boot' | 'adoption'>,
+  stores: Stores,
+  opts: ServiceOptions,
+): Reconciler {
+  const { log, now } = opts;
+  const graceMs = config.reconcile.staleGraceSec * 1000;
+  const stale = new StaleEndpoints({
+    attachmentStore: stores.attachmentStore,
+    attachments: parts.attachments,
+    log,
+    graceMs,
+  });
+  return new Reconciler({ ...parts, stale, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
+}
+
+function operatorOf(
+  db: Db,
+  stores: Stores,
+  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'inventory' | 'drainer' | 'tenancy'> & {
+    reconciler: Reconciler;
+    ip: Ip;
+    cluster: ClusterController | undefined;
+    nodeState: NodeState;
+  },
+  now: () => number,
+): Operator {
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, nodeState } = parts;
+  const { attachmentStore, pools, devices } = stores;
+  const inCluster = cluster ? { cluster } : {};
+  return new Operator({
+    attachmentStore,
+    pools,
+    ipam,
+    attachments,
+    tenancy,
+    invariants: new Invariants(db, ipam),
+    inventory,
+    drainer,
+    nodeChecks: new NodeChecks({
+      attachmentStore,
+      devices,
+      drainer,
+      ip,
+      nodeState: () => nodeState.violations(),
+      ...inCluster,
+    }),
+    ...inCluster,
+    now,
+    reconcile: () => reconciler.runOnce(),
+  });
+}
+
+function nodeStateOf(
+  config: FerrydConfig,
+  db: Db,
+  stores: Stores,
+  parts: { ipam: Ipam; attachments: Attachments; ip: Ip },
+  opts: ServiceOptions,
+): NodeState {
+  const { attachmentStore, pools, devices } = stores;
+  const { database, bootIdPath } = config;
+  return buildNodeState({ db, database, bootIdPath, attachmentStore, pools, devices, ...parts, ...opts });
+}
+
+/** What the state gauges read at each scrape. */
+function metricSourcesOf(
+  stores: Stores,
+  parts: { ipam: Ipam; inventory: Inventory; drainer: Drainer; lifecycle: Lifecycle; storage: StorageHealth },
+  now: () => number,
+): MetricSources {
+  const { ipam, inventory, drainer, lifecycle, storage } = parts;
+  const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
+  return {
+    interfaceCounts: () => stores.attachmentStore.countInterfaces(),
+    addressCounts: () =>
+      stores.pools.countByState(now()).flatMap((c) => {
+        const spec = specs.get(c.poolId);
+        return spec ? [{ network: spec.network, family: spec.family, state: c.state, n: c.n }] : [];
+      }),
+    poolSizes: () => [...specs.values()].map((s) => ({ network: s.network, family: s.family, size: Number(s.size) })),
+    deviceCounts: () => {
+      const counts = new Map<string, number>();
+      for (const d of inventory.list())
+        counts.set(`${d.group}\t${d.state}`, (counts.get(`${d.group}\t${d.state}`) ?? 0) + 1);
+      return [...counts].map(([k, n]) => {
+        const [group = '', state = ''] = k.split('\t');
+        return { group, state, n };
+      });
+    },
+    queue: () => {
+      const q = drainer.status();
+      return {
+        pending: q.pending.length,
+        failed: q.failed.length,
+        oldestAgeSec: q.oldestAgeSec,
+        applied: drainer.appliedTotal,
+      };
+    },
+    ready: () => readinessOf(lifecycle, storage).ready,
+  };
+}
+
+/** The pod services, when configured: the status writer projects ferryd's records (the operator's view). */
+function buildPods(
+  config: FerrydConfig,
+  operator: Operator,
+  pci: PciAddresses,
+  opts: ServiceOptions,
+): PodServices | undefined {
+  const kubernetes = config.cluster?.kubernetes;
+  if (!kubernetes?.pods) return undefined;
+  if (!opts.podServices) throw new Error('cluster.kubernetes.pods is set but the pod services were not loaded');
+  return opts.podServices({
+    ...(kubernetes.kubeconfig ? { kubeconfig: kubernetes.kubeconfig } : {}),
+    // The config check requires a node name whenever `kubernetes` is set.
+    nodeName: config.cluster?.nodeName ?? '',
+    config: kubernetes.pods,
+    records: (pod) =>
+      operator.listEndpoints(pod ? { namespace: pod.namespace, pod: pod.name } : {}).flatMap((e) => e.interfaces),
+    pciAddressOf: (mac) => pci.pciOf(mac),
+    resyncMs: config.reconcile.intervalSec * 1000,
+    log: opts.log,
+  });
 }

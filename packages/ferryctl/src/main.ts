@@ -15,6 +15,7 @@ import { cmdHealth } from './commands/health';
 import { cmdInstall } from './commands/install';
 import { cmdIpam } from './commands/ipam';
 import { cmdNodes } from './commands/nodes';
+import { cmdPods } from './commands/pods';
 import { cmdQueue } from './commands/queue';
 import { cmdReconcile } from './commands/reconcile';
 import type { Context } from './context';
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   gc: cmdGc,
   doctor: cmdDoctor,
   nodes: cmdNodes,
+  pods: cmdPods,
   reconcile: cmdReconcile,
   health: cmdHealth,
   install: cmdInstall,
@@ -50,6 +52,10 @@ commands:
   reconcile                          run one reconcile pass now
   nodes                              cluster networking: peers, their pod CIDRs, this node's routes and
                                      VXLAN entries for them (present, missing, refused), stale ones
+  pods [list]                        this node's pods as ferryd's watch holds them, what each asks for
+                                     (ferry.dev/nics), the network-status writer's queue
+  pods show <namespace/name> [--uid UID]
+                                     one pod, found as an ADD finds it (the cache, else the API server)
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
   health [--ready [--ready-file F]]  exit 0 when ferryd is alive (ready; with F: and the ferryd writing F
                                      serves the socket); for probes
@@ -86,6 +92,7 @@ const OPTIONS = {
   'ferryd-config-template': { type: 'string' },
   'ferryd-config-out': { type: 'string' },
   node: { type: 'string' },
+  uid: { type: 'string' },
   'api-server': { type: 'string' },
   'api-token-file': { type: 'string' },
   'api-ca-file': { type: 'string' },
@@ -154,7 +161,5 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
       return err.code === Code.TryAgainLater ? 3 : 1;
     }
     throw err;
-  } finally {
-    await client.close();
   }
 }

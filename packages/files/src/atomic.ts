@@ -1,10 +1,10 @@
 import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from '@ferry/files/fs';
+import { utf8Encode } from '@ferry/sys/utf8';
 import { joinName } from './paths';
-import { utf8Encode } from './utf8';
 
 export interface AtomicWriteOptions {
   mode: number;
-  /** Start of the temp file's name in `dir` (readers of the directory may need to recognise it). */
+  /** Start of the temp file's name in `dir`: SHARED_TEMP_PREFIX where readers of the directory skip them. */
   tempPrefix?: string;
   /**
    * false: no fsync of the file or the directory. The file is still whole or absent for every reader and
@@ -23,6 +23,12 @@ export interface AtomicWriteOptions {
  * it never runs stay unmapped), and with the same CPU (4 KiB writes: +1 ms, more faults). bench/README.md.
  */
 export const EXECUTABLE_WRITE_BYTES = 16 * 1024;
+
+/**
+ * The temp-file prefix of writers into a directory that others read (the delete queue, the commit journal):
+ * ferryd skips such a file as a write in progress, and removes it once abandoned (sweep.ts).
+ */
+export const SHARED_TEMP_PREFIX = '.tmp-';
 
 let written = 0;
 

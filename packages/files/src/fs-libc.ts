@@ -4,9 +4,9 @@
  * the system call Node's would make, retried on EINTR; failures throw Node-shaped errors.
  */
 import { CString, toArrayBuffer } from 'bun:ffi';
-import { cstr, ERRNO, type ErrnoError, errnoError, libc, uninterrupted } from './libc';
+import { cstr, ERRNO, type ErrnoError, errnoError, libc, uninterrupted } from '@ferry/sys/libc';
+import { concatBytes, utf8Decode, utf8Encode } from '@ferry/sys/utf8';
 import type { FileStat, OpenFlags, SyncFs } from './sync-fs';
-import { concatBytes, utf8Decode, utf8Encode } from './utf8';
 
 const { EEXIST, EINTR, ENOENT } = ERRNO;
 const ARM64 = process.arch === 'arm64';

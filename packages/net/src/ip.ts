@@ -1,6 +1,7 @@
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type * as z from 'zod/mini';
 import type { FdbBatch, IpBatch } from './batch';
+import { isIpAddrList, isIpLinkList, isIpRouteList } from './checks';
 import { isNetError, NetError, type NetErrorKind } from './net-error';
 import type { Netns } from './netns';
 import type { FdbEntry, IpAddrLink, IpLink, IpRoute, Neighbour } from './schemas';
@@ -189,85 +190,24 @@ export function parseJsonLines(stdout: string): unknown[] {
 }
 
 /**
- * The first JSON document of a show (from `ip -j` or the netlink layer), in its usual shape checked by hand
- * (accept*), anything else by its schema in '@ferry/net/schemas', so zod is loaded only then: building
- * schemas cost the shim's every command a millisecond. ip.test.ts holds each hand check to its schema.
+ * The first JSON document of a show (from `ip -j` or the netlink layer): taken as it is when the check
+ * generated from its schema (checks.js, scripts/checks) accepts it, else parsed by the schema in
+ * '@ferry/net/schemas', so zod is loaded only then: building schemas cost the shim's every command a
+ * millisecond.
  */
 export async function parseLinks(docs: unknown[], what: string): Promise<IpLink[]> {
-  return acceptLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpLinkListSchema, docs, what);
+  const doc = docs[0] ?? [];
+  return isIpLinkList(doc) ? doc : parseOne((await import('./schemas')).IpLinkListSchema, docs, what);
 }
 
 export async function parseAddrLinks(docs: unknown[], what: string): Promise<IpAddrLink[]> {
-  return acceptAddrLinks(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpAddrListSchema, docs, what);
+  const doc = docs[0] ?? [];
+  return isIpAddrList(doc) ? doc : parseOne((await import('./schemas')).IpAddrListSchema, docs, what);
 }
 
 export async function parseRoutes(docs: unknown[], what: string): Promise<IpRoute[]> {
-  return acceptRoutes(docs[0] ?? []) ?? parseOne((await import('./schemas')).IpRouteListSchema, docs, what);
-}
-
-type Fields = Record<string, unknown>;
-const isObject = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isNumber = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-const isStrings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
-/** Each of `keys` absent or a string. */
-const optionalStrings = (o: Fields, keys: readonly string[]) =>
-  keys.every((k) => !(k in o) || typeof o[k] === 'string');
-
-/** A list of loose objects, each passing `item`; the list unchanged, or undefined. */
-function acceptList<T>(doc: unknown, item: (o: Fields) => boolean): T[] | undefined {
-  // Checked item by item against the schema's rules (its objects are loose: other keys stay).
-  return Array.isArray(doc) && doc.every((o) => isObject(o) && item(o)) ? (doc as T[]) : undefined;
-}
-
-const isLinkHead = (o: Fields) =>
-  isNumber(o.ifindex) && typeof o.ifname === 'string' && (!('flags' in o) || isStrings(o.flags));
-
-/** IpLinkListSchema's rules by hand. */
-export function acceptLinks(doc: unknown): IpLink[] | undefined {
-  return acceptList(
-    doc,
-    (o) =>
-      isLinkHead(o) &&
-      optionalStrings(o, ['address', 'permaddr', 'operstate', 'ifalias', 'group', 'link_type']) &&
-      (!('mtu' in o) || isNumber(o.mtu)) &&
-      (!('linkinfo' in o) || (isObject(o.linkinfo) && isLinkInfo(o.linkinfo))),
-  );
-}
-
-const isInfoData = (d: Fields) =>
-  optionalStrings(d, ['local', 'local6']) &&
-  ['id', 'port'].every((k) => !(k in d) || isNumber(d[k])) &&
-  (!('learning' in d) || typeof d.learning === 'boolean');
-const isLinkInfo = (li: Fields) =>
-  optionalStrings(li, ['info_kind']) && (!('info_data' in li) || (isObject(li.info_data) && isInfoData(li.info_data)));
-
-/** IpAddrListSchema's rules by hand. */
-export function acceptAddrLinks(doc: unknown): IpAddrLink[] | undefined {
-  return acceptList(
-    doc,
-    (o) =>
-      isLinkHead(o) &&
-      optionalStrings(o, ['address']) &&
-      acceptList(
-        o.addr_info,
-        (a) =>
-          typeof a.family === 'string' &&
-          typeof a.local === 'string' &&
-          isNumber(a.prefixlen) &&
-          optionalStrings(a, ['scope']),
-      ) !== undefined,
-  );
-}
-
-/** IpRouteListSchema's rules by hand. */
-export function acceptRoutes(doc: unknown): IpRoute[] | undefined {
-  return acceptList(
-    doc,
-    (o) =>
-      typeof o.dst === 'string' &&
-      optionalStrings(o, ['gateway', 'dev', 'table', 'type', 'scope', 'protocol', 'pref']) &&
-      (!('flags' in o) || isStrings(o.flags)),
-  );
+  const doc = docs[0] ?? [];
+  return isIpRouteList(doc) ? doc : parseOne((await import('./schemas')).IpRouteListSchema, docs, what);
 }
 
 /** Parses the first JSON document of a show with `schema`; a mismatch is a 'bad-output' NetError naming `what`. */

@@ -63,6 +63,16 @@ export const Code = {
    * again later) with ferryd's message, and queues a DEL instead when the delete queue can be written.
    */
   StorageFailure: 115,
+  /**
+   * A pod's `ferry.dev/nics` annotation does not parse, or asks for what its namespace may not have; the
+   * message names the pod, the annotation and the problem (the kubelet shows it in the pod's events).
+   */
+  InvalidPodIntent: 116,
+  /**
+   * ferry-cni and ferryd speak API versions outside the version-skew rule (api/version.ts): ferryd is
+   * older than the shim, or more than one version newer. The message names both versions and what to do.
+   */
+  ApiVersionSkew: 117,
   /** Anything unexpected; the cause is in the log with its stack. */
   Internal: 999,
 } as const;

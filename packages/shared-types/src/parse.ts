@@ -1,6 +1,19 @@
 import type * as z from 'zod/mini';
 import { CniError, type Code } from './errors';
 
+/**
+ * JSON.parse for text that may be anything (an answer of a server, a file someone else wrote): the value,
+ * or undefined when there is no text or it is not JSON. The schema the value meets next says what is wrong.
+ */
+export function parseJsonOrUndefined(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Describes a zod issue path as `a.b[0].c`, or `(root)` for the value itself. */
 export function describePath(path: readonly PropertyKey[]): string {
   let out = '';
@@ -71,4 +84,19 @@ export function parseAs<T>(schema: z.ZodMiniType<T>, input: unknown, code: Code,
   const r = schema.safeParse(input);
   if (r.success) return r.data;
   throw new CniError(code, `${what}: ${describeFirstIssue(r.error)}`);
+}
+
+/**
+ * Reads `text` as JSON of `schema`'s shape: the value, or the problem (`not JSON: …`, or the first
+ * offending field and what is wrong with it), for the caller to say whose text it was.
+ */
+export function readJsonAs<T>(schema: z.ZodMiniType<T>, text: string): { value: T } | { problem: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    return { problem: `not JSON: ${(err as Error).message}` };
+  }
+  const r = schema.safeParse(json);
+  return r.success ? { value: r.data } : { problem: describeFirstIssue(r.error) };
 }

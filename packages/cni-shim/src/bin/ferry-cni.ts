@@ -4,8 +4,8 @@
 // milliseconds per pod (bench/shim-phases.bench.ts), and node:tty alone ~3 ms, so a terminal on stdin is
 // recognised with fstat instead.
 import { fstatSync, readSync, writeSync } from '@ferry/files/fs';
-import { POLLOUT, pollUntil } from '@ferry/files/libc';
-import { concatBytes, utf8Decode, utf8Encode } from '@ferry/files/utf8';
+import { POLLOUT, pollUntil } from '@ferry/sys/libc';
+import { concatBytes, utf8Decode, utf8Encode } from '@ferry/sys/utf8';
 import { main } from '../main';
 import { bunRuntime } from '../runtime/bun';
 

@@ -2,10 +2,11 @@
  * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit
  * (a commit-journal entry: no second round trip) → result. The InfraNIC's veth pair, which depends on
  * nothing ferryd decides, is created while ferryd allocates.
- * Anything that fails is undone in reverse order before the error is printed.
+ * Every step's undo is armed in one Rollback as the step is made, and anything that fails is undone in
+ * reverse order before the error is printed.
  */
 import { type IpLink, SELF } from '@ferry/net';
-import type { Allocation } from '@ferry/shared-types/api/allocations';
+import type { Allocation, InfraNicPlan } from '@ferry/shared-types/api/allocations';
 import type { CommitRequest } from '@ferry/shared-types/api/endpoints';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { HOST_VETH_MAC, hostVethNameOf } from '@ferry/shared-types/host-veth';
@@ -15,114 +16,148 @@ import { isDaemonDown } from '../daemon-client';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 import { buildDelegatedNic } from '../nic/delegated';
-import { buildInfraNic, createPairEarly, type PairSpec } from '../nic/infra';
+import { buildInfraNic, createPairEarly, type InfraBuildInput, type PairSpec } from '../nic/infra';
 import { type BuiltPair, prevResultOf, toResult } from '../result';
 import { Rollback } from '../rollback';
 import { attachmentOf } from './attachment';
 
-/**
- * Commits through the journal (no round trip; ferryd promotes the entry before anyone reads the
- * attachment), or over the socket when the journal cannot be written (no directory: an older ferryd).
- */
-async function commitAdd(containerId: string, commit: CommitRequest, conf: ShimConf, d: Deps): Promise<void> {
-  const dir = commitJournalOf(conf);
+export async function cmdAdd(args: CmdArgs, conf: ShimConf, deps: Deps): Promise<AnyResult> {
+  const prev = await prevResultOf(conf);
+  const undo = new Rollback();
   try {
-    const entry = writeJournalEntry(d.rt, dir, containerId, commit, new Date());
-    d.log.debug({ entry: `${dir}/${entry}` }, 'committed through the journal');
-    return;
+    const { allocation, earlyPair } = await allocate(args, conf, undo, deps);
+    const { containerId, ifName } = args;
+    undo.push('release allocation', () => deps.daemon.release(containerId, conf.name, ifName, allocation.generation));
+    const nics = await buildNics(allocation, args, conf, undo, deps, earlyPair);
+    // Made before the commit: once committed, nothing may fail (there would be nothing left to undo).
+    const result = toResult(conf, prev, args.netns, allocation, nics);
+    await commit(containerId, commitRequestOf(conf, args, allocation, nics), conf, deps);
+    undo.commit();
+    const built = nics.map((nic) => `${nic.built.ifName}@${nic.built.containerIfIndex}`);
+    deps.log.info({ generation: allocation.generation, nics: built }, 'added');
+    return result;
   } catch (err) {
-    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-    d.log[missing ? 'debug' : 'warn']({ err, dir }, 'commit journal not written; committing over the socket');
+    await undo.unwind(deps.log);
+    throw err;
   }
-  await d.daemon.commit(containerId, commit);
-  d.log.debug({}, 'committed');
+}
+
+/**
+ * ferryd's plan for the attachment, with the InfraNIC's veth pair made while ferryd answers (`earlyPair`,
+ * its undo armed; absent when it was not made: the usual path makes it after the plan). ferryd down,
+ * starting or frozen: what was made is undone (a pod is never configured without a record, not even
+ * while ADD waits), then ADD waits for ferryd's readiness and asks again.
+ */
+async function allocate(
+  args: CmdArgs,
+  conf: ShimConf,
+  undo: Rollback,
+  deps: Deps,
+): Promise<{ allocation: Allocation; earlyPair?: PairSpec }> {
+  const request = attachmentOf(args, conf);
+  // Sent now, answered below: the pair is made while ferryd allocates (unless the network says it has
+  // no InfraNIC, or the runtime names a device, as only a secondary network's runtime does).
+  const allocating = deps.daemon.allocate(request);
+  const isSecondary = conf.infraNIC === false || request.deviceId !== undefined;
+  const earlyPair = isSecondary ? undefined : await createPairWhileAllocating(args, conf, undo, deps);
+  try {
+    return { allocation: await allocating.answer(), ...(earlyPair ? { earlyPair } : {}) };
+  } catch (err) {
+    if (!isDaemonDown(err)) throw err;
+    await undo.unwind(deps.log);
+    deps.log.info({ err }, 'ferryd not ready; waiting');
+  }
+  await deps.daemon.waitReady(deps.addWaitMs);
+  return { allocation: await deps.daemon.allocate(request).answer() };
 }
 
 /**
  * The InfraNIC's veth pair, created while ferryd allocates (every plan has an InfraNIC, and everything
  * the pair is born with is known before the plan); its undo is armed at once. Undefined when it was not
- * created: the usual path then creates it after the plan.
+ * created.
  */
-async function pairWhileAllocating(
+async function createPairWhileAllocating(
   args: CmdArgs,
   conf: ShimConf,
   undo: Rollback,
-  d: Deps,
+  deps: Deps,
 ): Promise<PairSpec | undefined> {
   const mac = conf.runtimeConfig?.mac;
   const pair: PairSpec = {
-    hostVethName: hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName),
+    hostVethName: hostVethNameOf(deps.runtime.sha256Hex, conf.name, args.containerId, args.ifName),
     hostVethMac: HOST_VETH_MAC,
     ifName: args.ifName,
     netns: args.netns,
     ...(mac ? { mac } : {}),
     ...(conf.mtu ? { mtu: conf.mtu } : {}),
   };
-  if (!(await createPairEarly(pair, d))) return undefined;
-  undo.push(`delete host veth ${pair.hostVethName}`, () => d.ip.deleteLink(SELF, pair.hostVethName));
-  d.log.debug({ hostVethName: pair.hostVethName }, 'veth pair created while ferryd allocates');
+  if (!(await createPairEarly(pair, deps))) return undefined;
+  undo.push(`delete host veth ${pair.hostVethName}`, () => deps.ip.deleteLink(SELF, pair.hostVethName));
+  deps.log.debug({ hostVethName: pair.hostVethName }, 'veth pair created while ferryd allocates');
   return pair;
 }
 
-export async function cmdAdd(args: CmdArgs, conf: ShimConf, d: Deps): Promise<AnyResult> {
-  const prev = await prevResultOf(conf);
-  const undo = new Rollback();
-  try {
-    const req = attachmentOf(args, conf);
-    // Sent now, answered below: the pair is made while ferryd allocates.
-    const allocating = d.daemon.allocate(req);
-    let early = await pairWhileAllocating(args, conf, undo, d);
-    let alloc: Allocation;
-    try {
-      alloc = await allocating.answer();
-    } catch (err) {
-      if (!isDaemonDown(err)) throw err;
-      // ferryd is down, starting or frozen: no pair stays in the pod while ADD waits for it (a pod is never
-      // configured without a record), and the pair is made after the plan.
-      // (A delete that fails leaves it to the usual path, which replaces a leftover pair of this name.)
-      if (early)
-        await d.ip.deleteLink(SELF, early.hostVethName).catch((e: unknown) => d.log.warn({ err: e }, 'pair kept'));
-      early = undefined;
-      d.log.info({ err }, 'ferryd not ready; waiting');
-      await d.daemon.waitReady(d.addWaitMs);
-      alloc = await d.daemon.allocate(req).answer();
-    }
-    undo.push('release allocation', () => d.daemon.release(args.containerId, conf.name, args.ifName, alloc.generation));
-    // Plans list the InfraNIC first (Azure's PR #4421 learned why: built after a delegated NIC it fails).
-    const nics: BuiltPair[] = [];
-    let nodeLinks: IpLink[] | undefined;
-    for (const plan of alloc.nics) {
-      if (plan.nicType === 'InfraNIC') {
-        const mac = conf.runtimeConfig?.mac;
-        const input = { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
-        nics.push({ plan, built: await buildInfraNic(input, undo, d, early) });
-      } else {
-        nodeLinks ??= await d.ip.listLinks(SELF);
-        const at = { netns: args.netns, attachmentIfName: args.ifName, nodeLinks };
-        nics.push({ plan, built: await buildDelegatedNic(plan, at, undo, d) });
-      }
-    }
-    const commit: CommitRequest = {
-      network: conf.name,
-      ifName: args.ifName,
-      generation: alloc.generation,
-      nics: nics.map(({ built }) => ({
-        ifName: built.ifName,
-        mac: built.mac,
-        containerIfIndex: built.containerIfIndex,
-      })),
-    };
-    // Made before the commit: once committed, nothing may fail (there would be nothing left to undo).
-    const result = toResult(conf, prev, args.netns, alloc, nics);
-    await commitAdd(args.containerId, commit, conf, d);
-    undo.commit();
-    d.log.info(
-      { generation: alloc.generation, nics: nics.map(({ built }) => `${built.ifName}@${built.containerIfIndex}`) },
-      'added',
-    );
-    return result;
-  } catch (err) {
-    await undo.unwind(d.log);
-    throw err;
+/**
+ * Builds the plan's NICs in its order: the InfraNIC first (Azure's PR #4421: built after a delegated NIC
+ * it fails); a secondary network's plan is its one DelegatedNIC, named CNI_IFNAME.
+ */
+async function buildNics(
+  allocation: Allocation,
+  args: CmdArgs,
+  conf: ShimConf,
+  undo: Rollback,
+  deps: Deps,
+  earlyPair: PairSpec | undefined,
+): Promise<BuiltPair[]> {
+  const nics: BuiltPair[] = [];
+  let nodeLinks: IpLink[] | undefined;
+  // A secondary network's plan has no InfraNIC: its device takes CNI_IFNAME, which the pair holds.
+  if (earlyPair && !allocation.nics.some((n) => n.nicType === 'InfraNIC')) {
+    await deps.ip.deleteLink(SELF, earlyPair.hostVethName);
   }
+  for (const plan of allocation.nics) {
+    if (plan.nicType === 'InfraNIC') {
+      nics.push({ plan, built: await buildInfraNic(infraInputOf(plan, args, conf), undo, deps, earlyPair) });
+    } else {
+      nodeLinks ??= await deps.ip.listLinks(SELF);
+      const target = { netns: args.netns, attachmentIfName: args.ifName, nodeLinks };
+      nics.push({ plan, built: await buildDelegatedNic(plan, target, undo, deps) });
+    }
+  }
+  return nics;
+}
+
+function infraInputOf(plan: InfraNicPlan, args: CmdArgs, conf: ShimConf): InfraBuildInput {
+  const mac = conf.runtimeConfig?.mac;
+  return { plan, netns: args.netns, ...(mac ? { mac } : {}), ...(conf.mtu ? { mtu: conf.mtu } : {}) };
+}
+
+/** What only the shim knows, for ferryd's record: each interface's MAC and its ifindex after the final move. */
+function commitRequestOf(conf: ShimConf, args: CmdArgs, allocation: Allocation, nics: BuiltPair[]): CommitRequest {
+  return {
+    network: conf.name,
+    ifName: args.ifName,
+    generation: allocation.generation,
+    nics: nics.map(({ built }) => ({ ifName: built.ifName, mac: built.mac, containerIfIndex: built.containerIfIndex })),
+  };
+}
+
+/**
+ * Commits through the journal (no round trip; ferryd promotes the entry before anyone reads the
+ * attachment), or over the socket (PUT /v1/endpoints/{containerId}) where the journal cannot be written:
+ * its directory is missing (ferryd, which creates it, has not run on this node yet, or it was removed),
+ * read-only or full.
+ */
+async function commit(containerId: string, request: CommitRequest, conf: ShimConf, deps: Deps): Promise<void> {
+  const dir = commitJournalOf(conf);
+  try {
+    const entry = writeJournalEntry(deps.runtime, dir, containerId, request, new Date());
+    deps.log.debug({ entry: `${dir}/${entry}` }, 'committed through the journal');
+    return;
+  } catch (err) {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    deps.log[missing ? 'debug' : 'warn']({ err, dir }, 'commit journal not written; committing over the socket');
+  }
+  await deps.daemon.commitWithoutJournal(containerId, request);
+  deps.log.debug({}, 'committed');
 }

@@ -24,6 +24,7 @@ export function attachmentOf(args: CmdArgs, conf: ShimConf): AllocateRequest {
     netns: args.netns,
     pod: podOf(args),
     ...(conf.delegatedNICs ? { delegatedNICs: conf.delegatedNICs } : {}),
+    ...(conf.runtimeConfig?.deviceID ? { deviceId: conf.runtimeConfig.deviceID } : {}),
   };
 }
 

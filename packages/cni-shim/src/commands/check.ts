@@ -24,16 +24,17 @@ import { checkInfraHostSide, readHostVeth } from '../nic/infra';
 import { prevResultOf } from '../result';
 import { interfacesOf } from './attachment';
 
-export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
+export async function cmdCheck(args: CmdArgs, conf: ShimConf, deps: Deps): Promise<undefined> {
   if (!conf.prevResult) throw new CniError(Code.InvalidConfig, 'invalid network config: CHECK needs prevResult');
   const prev = await prevResultOf(conf);
   // Sent now, answered below: ferryd looks the record up while this process reads the pod and the node.
-  const endpoint = d.daemon.getEndpoint(args.containerId);
-  const pod = await inspectPod(args.netns, d);
+  const endpoint = deps.daemon.getEndpoint(args.containerId);
+  const pod = await inspectPod(args.netns, deps);
   // The host veth of the usual record is named after the attachment: read while ferryd answers.
-  const host = await readHostVeth(hostVethNameOf(d.rt.sha256Hex, conf.name, args.containerId, args.ifName), d).catch(
-    () => undefined,
-  );
+  const host = await readHostVeth(
+    hostVethNameOf(deps.runtime.sha256Hex, conf.name, args.containerId, args.ifName),
+    deps,
+  ).catch(() => undefined);
   const mine = interfacesOf(await endpoint.answer(), conf.name, args.ifName);
   if (mine.length === 0) {
     throw new CniError(
@@ -44,7 +45,7 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
   const problems: string[] = [];
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
-    if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, d, host)));
+    if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, deps, host)));
     problems.push(...(typeof pod === 'string' ? [pod] : checkPodSide(rec, args.netns, prev, pod)));
   }
   if (problems.length > 0) {
@@ -54,7 +55,7 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, d: Deps): Promise<
       problems.join('; '),
     );
   }
-  d.log.info({ interfaces: mine.length }, 'checked');
+  deps.log.info({ interfaces: mine.length }, 'checked');
   return undefined;
 }
 
@@ -64,9 +65,9 @@ interface PodView {
 }
 
 /** Every link with its addresses, and the routes, of the pod: one `ip` run. A string says why not. */
-async function inspectPod(netns: string, d: Deps): Promise<PodView | string> {
+async function inspectPod(netns: string, deps: Deps): Promise<PodView | string> {
   try {
-    const docs = await d.ip.apply(netnsAt(netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${netns}`);
+    const docs = await deps.ip.apply(netnsAt(netns), new IpBatch().showAllAddrs().showRoutes(), `inspect ${netns}`);
     return {
       links: await parseAddrLinks(docs, 'links'),
       routes: toMainRoutes(await parseRoutes(docs.slice(1), 'routes')),

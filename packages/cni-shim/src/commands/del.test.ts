@@ -1,17 +1,21 @@
 import { createHash } from 'node:crypto';
-import { Ip, type IpBackend } from '@ferry/net';
+import type { HttpResponse, RequestOptions } from '@ferry/http';
+import { Ip, type IpBackend, NetError } from '@ferry/net';
+import { FERRY_API_HEADER } from '@ferry/shared-types/api/version';
+import { interfaceRecordOf } from '@ferry/shared-types/testing/records';
 import { expect, test } from 'vitest';
 import type { ShimConf } from '../config';
 import { DaemonClient } from '../daemon-client';
 import { openLog } from '../log';
-import type { HttpResponse, RequestOptions, Runtime } from '../runtime/runtime';
+import type { Runtime } from '../runtime/runtime';
 import { cmdDel } from './del';
 
-// The DEL's conversation with ferryd, against a ferryd that answers from a table: what a real older ferryd
-// says is pinned here, the real round trips run in test/e2e/del-round-trips.test.ts.
-function run(answer: (o: RequestOptions) => HttpResponse) {
+// The DEL's conversation with ferryd, against a ferryd that answers from a table and a kernel whose
+// deletes can fail: the paths the real round trips (test/e2e/del-round-trips.test.ts) cannot provoke.
+function run(answer: (o: RequestOptions) => HttpResponse, failDeletes = 0) {
   const asked: string[] = [];
   const deleted: string[] = [];
+  let toFail = failDeletes;
   const kernel: IpBackend = {
     apply: async () => [],
     applyEach: async () => [],
@@ -19,11 +23,11 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
     routeTo: async () => [],
     deleteLink: async (_ns, name) => {
       deleted.push(name);
+      if (toFail-- > 0) throw new NetError('failed', `delete link ${name}`, 'Device or resource busy');
     },
   };
-  const rt: Runtime = {
+  const runtime: Runtime = {
     run: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
-    lockShared: async () => () => undefined,
     sha256Hex: (text) => createHash('sha256').update(text).digest('hex'),
     request: (o) => {
       asked.push(`${o.method} ${o.path}`);
@@ -31,8 +35,8 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
     },
   };
   const log = openLog('/dev/null', 'silent');
-  const daemon = new DaemonClient(rt, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, log);
-  const deps = { daemon, ip: new Ip(kernel), log, addWaitMs: 100, delWaitMs: 100, rt };
+  const daemon = new DaemonClient(runtime, '/run/ferry/ferryd.sock', { connectMs: 100, requestMs: 100 }, log);
+  const deps = { daemon, ip: new Ip(kernel), log, addWaitMs: 100, delWaitMs: 100, runtime };
   const args = {
     command: 'DEL' as const,
     containerId: 'c1',
@@ -45,24 +49,36 @@ function run(answer: (o: RequestOptions) => HttpResponse) {
   return { done: cmdDel(args, conf, deps), asked, deleted };
 }
 
-const json = (status: number, body: unknown): HttpResponse => ({ status, body: JSON.stringify(body) });
+const json = (status: number, body: unknown): HttpResponse => ({
+  status,
+  headers: new Map([[FERRY_API_HEADER, '1']]),
+  body: JSON.stringify(body),
+});
 
-test('a ferryd that does not know hostVethDeleted (older than the shim): the record is fetched, then released', async () => {
+const infraRecord = (hostVethName: string) => interfaceRecordOf({ netns: '', hostVethName });
+
+test('the host veth will not go: the record is fetched, the veth deleted again by it, then released', async () => {
   const r = run((o) => {
-    if (o.method === 'DELETE' && o.path.includes('hostVethDeleted=')) {
-      // The answer of the ferryd before the parameter existed: its strict query schema refuses it.
-      return json(400, { code: 7, msg: 'invalid request querystring: (root): unknown field "hostVethDeleted"' });
+    if (o.method === 'GET') {
+      const name = /fry[0-9a-f]{12}/.exec(r.deleted[0] ?? '')?.[0] ?? '';
+      return json(200, { containerId: 'c1', interfaces: [infraRecord(name)] });
     }
-    if (o.method === 'GET') return json(404, { code: 104, msg: 'no endpoint for container c1' });
     return json(200, { released: [] });
-  });
+  }, 1);
   await expect(r.done).resolves.toBeUndefined();
-  expect(r.deleted).toHaveLength(1);
-  expect(r.asked).toEqual([
-    expect.stringMatching(/^DELETE \/v1\/endpoints\/c1\?.*hostVethDeleted=fry[0-9a-f]{12}$/),
-    'GET /v1/endpoints/c1',
-    'DELETE /v1/endpoints/c1?network=ferry&ifName=eth0',
-  ]);
+  expect(r.deleted).toEqual([expect.stringMatching(/^fry[0-9a-f]{12}$/), r.deleted[0]]);
+  expect(r.asked).toEqual(['GET /v1/endpoints/c1', 'DELETE /v1/endpoints/c1?network=ferry&ifName=eth0']);
+});
+
+test('the host veth will not go, twice: the DEL fails before anything is released', async () => {
+  const r = run((o) => {
+    const name = /fry[0-9a-f]{12}/.exec(r.deleted[0] ?? '')?.[0] ?? '';
+    return o.method === 'GET'
+      ? json(200, { containerId: 'c1', interfaces: [infraRecord(name)] })
+      : json(200, { released: [] });
+  }, 2);
+  await expect(r.done).rejects.toMatchObject({ kind: 'failed', message: expect.stringContaining('busy') });
+  expect(r.asked).toEqual(['GET /v1/endpoints/c1']);
 });
 
 test('any other refusal of the release is the DEL error', async () => {

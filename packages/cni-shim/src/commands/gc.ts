@@ -10,7 +10,7 @@ import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 
-export async function cmdGc(_args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
+export async function cmdGc(_args: CmdArgs, conf: ShimConf, deps: Deps): Promise<undefined> {
   const listed = conf['cni.dev/valid-attachments'] ?? conf['cni.dev/attachments'];
   // Without the list, "nothing is valid" would release every pod of the network: only an explicit []
   // says that.
@@ -24,19 +24,19 @@ export async function cmdGc(_args: CmdArgs, conf: ShimConf, d: Deps): Promise<un
   const valid = listed
     .filter((a) => !containerIdProblem(a.containerID) && !ifNameProblem(a.ifname))
     .map((a) => ({ containerId: a.containerID, ifName: a.ifname }));
-  const r = await d.daemon.gc({ network: conf.name, validAttachments: valid });
+  const r = await deps.daemon.gc({ network: conf.name, validAttachments: valid });
   const stateErrors = r.errors.map((e) => `${e.containerId}/${e.ifName}: ${e.msg}`);
   const linkErrors: string[] = [];
   for (const rec of r.removed) {
     if (!rec.hostVethName) continue;
     try {
-      await d.ip.deleteLink(SELF, rec.hostVethName);
+      await deps.ip.deleteLink(SELF, rec.hostVethName);
     } catch (err) {
       linkErrors.push(`${rec.containerId}/${rec.ifName}: ${(err as Error).message}`);
     }
   }
   const errors = [...stateErrors, ...linkErrors];
-  d.log.info({ removed: r.removed.length, errors: errors.length }, 'garbage collected');
+  deps.log.info({ removed: r.removed.length, errors: errors.length }, 'garbage collected');
   if (errors.length > 0) {
     // ferryd's failures (its store) are not netlink ones: code 103 only when iproute2 alone failed.
     throw new CniError(

@@ -11,10 +11,10 @@ import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
 
-export async function cmdStatus(_args: CmdArgs, conf: ShimConf, d: Deps): Promise<undefined> {
+export async function cmdStatus(_args: CmdArgs, conf: ShimConf, deps: Deps): Promise<undefined> {
   let status: Status;
   try {
-    status = await d.daemon.status(conf.name);
+    status = await deps.daemon.status(conf.name);
   } catch (err) {
     if (err instanceof CniError)
       throw new CniError(Code.NotAvailable, `network "${conf.name}" is not available: ${err.message}`);

@@ -3,6 +3,7 @@
  * intent durably, clean the pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and
  * nothing is lost.
  */
+import { lockFile } from '@ferry/files/lock';
 import { joinName } from '@ferry/files/paths';
 import { DEFAULT_DELETE_QUEUE, DEFAULT_DELETE_QUEUE_LIMIT } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -10,6 +11,7 @@ import { podOf } from '../commands/attachment';
 import type { ShimConf } from '../config';
 import type { Deps } from '../deps';
 import type { CmdArgs } from '../env';
+import { prevResultOf } from '../result';
 import { prepareQueueDir, toEntry, writeEntry } from './delete-queue';
 import { cleanPodNetns } from './netns-cleanup';
 
@@ -25,7 +27,7 @@ const RECHECK_MS = 500;
 export async function delWithoutDaemon(
   args: CmdArgs,
   conf: ShimConf,
-  d: Deps,
+  deps: Deps,
   cause: CniError,
 ): Promise<'queued' | 'online'> {
   const dir = conf.deleteQueue ?? DEFAULT_DELETE_QUEUE;
@@ -40,21 +42,28 @@ export async function delWithoutDaemon(
     queuedAt: new Date().toISOString(),
   });
   prepareQueueDir(dir);
-  const unlock = await d.rt.lockShared(joinName(dir, 'lock'), LOCK_WAIT_MS);
-  if (!unlock) {
+  const lock = await lockFile(joinName(dir, 'lock'), 'shared', LOCK_WAIT_MS);
+  if (!lock) {
     throw new CniError(
       Code.TryAgainLater,
       `queue DEL of ${args.containerId}/${args.ifName}: ${dir}/lock stayed locked for ${LOCK_WAIT_MS} ms (ferryd draining)`,
     );
   }
   try {
-    if (await d.daemon.isReady(RECHECK_MS)) return 'online';
-    const name = writeEntry(d.rt, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
-    d.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
+    if (await deps.daemon.isReady(RECHECK_MS)) return 'online';
+    const name = writeEntry(deps.runtime, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
+    deps.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
-    await cleanPodNetns(args.netns, args.ifName, d);
+    await cleanPodNetns(args.netns, args.ifName, deps, await ownMacsOf(conf, args.netns));
   } finally {
-    unlock();
+    lock.release();
   }
   return 'queued';
+}
+
+/** The MACs prevResult lists in the pod (the attachment's own interfaces); undefined without one. */
+async function ownMacsOf(conf: ShimConf, netns: string): Promise<ReadonlySet<string> | undefined> {
+  const prev = await prevResultOf(conf).catch(() => undefined);
+  const inPod = prev?.interfaces?.filter((i) => i.sandbox === netns && i.mac);
+  return inPod?.length ? new Set(inPod.map((i) => (i.mac as string).toLowerCase())) : undefined;
 }

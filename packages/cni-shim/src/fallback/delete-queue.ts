@@ -6,7 +6,7 @@
  * writes; ferryd holds it exclusively while it drains at start-up and lets go only once it serves. A DEL
  * therefore either reaches a serving ferryd or lands in the queue before ferryd's drain, never between.
  */
-import { writeFileAtomically } from '@ferry/files';
+import { SHARED_TEMP_PREFIX, writeFileAtomically } from '@ferry/files';
 import { mkdirSync, readdirSync } from '@ferry/files/fs';
 import {
   QUEUE_ENTRY_MAX_BYTES,
@@ -55,8 +55,8 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  * entry. A full queue is an error (code 110) so the runtime retries instead of the request being dropped.
  * The limit is soft: shims hold the lock shared, so DELs racing each other may pass it together.
  */
-export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
-  const name = attachmentFileNameOf(rt.sha256Hex, entry.network, entry.containerId, entry.ifName);
+export function writeEntry(runtime: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
+  const name = attachmentFileNameOf(runtime.sha256Hex, entry.network, entry.containerId, entry.ifName);
   const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(
@@ -65,9 +65,9 @@ export function writeEntry(rt: Pick<Runtime, 'sha256Hex'>, dir: string, limit: n
       'ferryd is down and has not drained it; the runtime should retry',
     );
   }
-  // The temp file starts with .tmp-: ferryd's drain knows it for a write in progress.
+  // ferryd's drain knows the temp file for a write in progress.
   io(`write ${dir}/${name}`, () =>
-    writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: '.tmp-' }),
+    writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: SHARED_TEMP_PREFIX }),
   );
   return name;
 }

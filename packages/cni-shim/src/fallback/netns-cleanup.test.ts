@@ -32,3 +32,17 @@ test.for([
 ] as const)('without ferryd, %s: %s', ([, l, expected]) => {
   expect(stateless(l, 'eth0')).toBe(expected);
 });
+
+test('without ferryd, a device whose alias the app overwrote goes home only if prevResult lists it in the pod (when given)', () => {
+  const overwritten = link({ ifname: 'uplink', ifalias: 'the app was here', group: String(DELEGATED_GROUP) });
+  expect(stateless(overwritten, 'net1', new Set(['02:00:00:00:00:07']))).toBe('send-home');
+  // Another attachment's device (the primary's, say): this attachment's DEL leaves it.
+  expect(stateless(overwritten, 'net1', new Set(['02:00:00:00:00:08']))).toBe('leave');
+  // Its MAC changed by the app, its permanent one listed.
+  const remac = { ...overwritten, address: '02:aa:00:00:00:01', permaddr: '02:00:00:00:00:07' };
+  expect(stateless(remac, 'net1', new Set(['02:00:00:00:00:07']))).toBe('send-home');
+  // A marked device is decided by its marker alone.
+  expect(stateless(link({ ifname: 'net1', ifalias: markerOf('ens2f0v1', 'net1') }), 'net1', new Set())).toBe(
+    'send-home',
+  );
+});

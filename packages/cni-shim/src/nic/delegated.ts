@@ -34,61 +34,76 @@ export function travelNameOf(mac: string): string {
 /** The node's own namespace as a path other processes can open: this process's. */
 const nodeNetnsPath = () => `/proc/${process.pid}/ns/net`;
 
-/**
- * Builds one DelegatedNIC. `nodeLinks` is one listing of the node for all of an ADD's devices: each
- * device has its own MAC, so the others' moves do not make it wrong for this one.
- */
+/** Where an ADD puts its DelegatedNICs, and one listing of the node for all of them. */
+export interface DelegatedTarget {
+  netns: string;
+  /** CNI_IFNAME of the attachment, for the marker. */
+  attachmentIfName: string;
+  /** Each device has its own MAC, so the others' moves do not make this listing wrong for the next one. */
+  nodeLinks: readonly IpLink[];
+}
+
+/** Builds one DelegatedNIC: find the device on the node → move it in → name, address and route it there. */
 export async function buildDelegatedNic(
   plan: DelegatedNicPlan,
-  at: { netns: string; attachmentIfName: string; nodeLinks: readonly IpLink[] },
+  target: DelegatedTarget,
   undo: Rollback,
-  d: Deps,
+  deps: Deps,
 ): Promise<BuiltNic> {
-  const { netns } = at;
-  const pod = netnsAt(netns);
-  const dev = at.nodeLinks.find((l) => sameMac(l.address, plan.mac));
-  if (!dev) {
-    throw new CniError(
-      Code.DeviceUnavailable,
-      `move device ${plan.mac} (${plan.hostIfName}) into ${netns}: it is not on the node`,
-    );
-  }
-  const wasUp = dev.flags?.includes('UP') ?? false;
-  // Pushed before the move, not after: the move is several commands and may stop half-way; going home
-  // is idempotent and finds the device wherever it is.
-  const asItWas = { alias: dev.ifalias ?? '', group: groupOf(dev) };
-  undo.push(`return device ${plan.mac} home`, () =>
-    returnHome({ mac: plan.mac, hostIfName: plan.hostIfName, netns, wasUp, ...asItWas }, d),
+  const dev = findOnNode(plan, target);
+  // Armed before the move, not after: the move is several commands and may stop half-way; its undo is
+  // idempotent and finds the device wherever it is.
+  const asItWas = { wasUp: dev.flags?.includes('UP') ?? false, alias: dev.ifalias ?? '', group: groupOf(dev) };
+  const trip = { mac: plan.mac, hostIfName: plan.hostIfName, netns: target.netns, ...asItWas };
+  undo.push(`return device ${plan.mac} home`, () => undoMoveIn(trip, deps));
+  const arrivedAs = await moveDeviceIn(dev, plan, target, deps);
+  return configureInPod(plan, arrivedAs, target.netns, deps);
+}
+
+function findOnNode(plan: DelegatedNicPlan, target: DelegatedTarget): IpLink {
+  const dev = target.nodeLinks.find((l) => sameMac(l.address, plan.mac));
+  if (dev) return dev;
+  throw new CniError(
+    Code.DeviceUnavailable,
+    `move device ${plan.mac} (${plan.hostIfName}) into ${target.netns}: it is not on the node`,
   );
-  let travelled = dev.ifname;
+}
+
+/**
+ * Marks the device (alias, group) and moves it into the pod under its host name, or, when the pod already
+ * has a link of that name, under its travel name. Returns the name it arrived with.
+ */
+async function moveDeviceIn(dev: IpLink, plan: DelegatedNicPlan, target: DelegatedTarget, deps: Deps): Promise<string> {
+  const what = `move device ${plan.mac} into ${target.netns}`;
   const move = new IpBatch()
     .setDown(dev.ifname)
-    .setAlias(dev.ifname, markerOf(plan.hostIfName, at.attachmentIfName))
+    .setAlias(dev.ifname, markerOf(plan.hostIfName, target.attachmentIfName))
     .setGroup(dev.ifname, DELEGATED_GROUP)
-    .moveTo(dev.ifname, netns);
+    .moveTo(dev.ifname, target.netns);
   try {
-    await d.ip.apply(SELF, move, `move device ${plan.mac} into ${netns}`);
+    await deps.ip.apply(SELF, move, what);
+    return dev.ifname;
   } catch (err) {
     // Only the move (the last line) can clash: the pod has a link with the device's host name.
     if (!isNetError(err, 'exists', move.ops.length - 1)) throw err;
-    // Travel under a name that clashes nowhere.
-    travelled = travelNameOf(plan.mac);
-    await d.ip.apply(
-      SELF,
-      new IpBatch().rename(dev.ifname, travelled).moveTo(travelled, netns),
-      `move device ${plan.mac} into ${netns}`,
-    );
   }
+  const travelName = travelNameOf(plan.mac);
+  await deps.ip.apply(SELF, new IpBatch().rename(dev.ifname, travelName).moveTo(travelName, target.netns), what);
+  return travelName;
+}
+
+/** Inside the pod: renamed to the plan's ifName, addressed, up, routed; read back for the record. */
+async function configureInPod(plan: DelegatedNicPlan, arrivedAs: string, netns: string, deps: Deps): Promise<BuiltNic> {
   const b = new IpBatch();
-  const renames = travelled !== plan.ifName;
-  if (renames) b.rename(travelled, plan.ifName);
+  const renames = arrivedAs !== plan.ifName;
+  if (renames) b.rename(arrivedAs, plan.ifName);
   for (const a of plan.addresses) b.addAddress(plan.ifName, a.address, { nodad: a.family === 6 });
   b.setUp(plan.ifName);
   for (const r of plan.routes) b.addRoute({ dst: r.dst, dev: plan.ifName, ...(r.gw ? { via: r.gw } : {}) });
   b.showLink(plan.ifName);
   let shown: unknown[];
   try {
-    shown = await d.ip.apply(pod, b, `configure device ${plan.mac} as ${plan.ifName}`);
+    shown = await deps.ip.apply(netnsAt(netns), b, `configure device ${plan.mac} as ${plan.ifName}`);
   } catch (err) {
     // A name taken on the rename's line is CNI_IFNAME; on an address's or a route's it stays a NetError.
     if (renames && isNetError(err, 'exists', 0)) {
@@ -133,12 +148,12 @@ export async function teardownDelegatedNic(
   rec: InterfaceRecord,
   netns: string,
   podLinks: readonly IpLink[] | undefined,
-  d: Deps,
+  deps: Deps,
 ): Promise<void> {
   const mac = rec.deviceMac ?? rec.mac;
   const hostIfName = rec.hostIfName;
   if (!mac || !hostIfName) {
-    d.log.warn({ ifName: rec.ifName }, 'delegated interface without a device record: nothing to return');
+    deps.log.warn({ ifName: rec.ifName }, 'delegated interface without a device record: nothing to return');
     return;
   }
   const dev = podLinks
@@ -150,13 +165,13 @@ export async function teardownDelegatedNic(
       })
     : undefined;
   if (!dev) {
-    d.log.warn(
+    deps.log.warn(
       { mac, ifName: rec.ifName, netns },
       'delegated device is not in the pod netns; ferryd will find it when it comes back',
     );
     return;
   }
-  await moveHome(dev, podLinks ?? [], { mac, hostIfName, netns, restore: AS_FOUND_ON_NODE }, d);
+  await moveDeviceOut(dev, podLinks ?? [], { mac, hostIfName, netns, restore: AS_FOUND_ON_NODE }, deps);
 }
 
 /** What a device gets back on the node: its alias and link group. */
@@ -168,7 +183,8 @@ export interface LinkMarks {
 /** How ferryd lists free devices: no alias, the default group. */
 export const AS_FOUND_ON_NODE: LinkMarks = { alias: '', group: 'default' };
 
-interface HomeTrip {
+/** Where moveDeviceOut takes a device, and what it restores on it. */
+interface MoveOut {
   mac: string;
   hostIfName: string;
   netns: string;
@@ -186,7 +202,12 @@ function groupOf(l: IpLink): number | 'default' {
  * move: the pod-side name and alias are put back, so the device stays in the pod as it was, and the
  * error names the clash.
  */
-export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: HomeTrip, d: Deps): Promise<void> {
+export async function moveDeviceOut(
+  dev: IpLink,
+  podLinks: readonly IpLink[],
+  trip: MoveOut,
+  deps: Deps,
+): Promise<void> {
   const pod = netnsAt(trip.netns);
   const cur = dev.ifname;
   // Inside the pod the host name may belong to another link (its eth0, say): then travel under a name
@@ -199,47 +220,55 @@ export async function moveHome(dev: IpLink, podLinks: readonly IpLink[], trip: H
   if (!sameMac(dev.address, trip.mac)) b.setMac(travel, trip.mac);
   b.setAlias(travel, trip.restore.alias).setGroup(travel, trip.restore.group).moveTo(travel, nodeNetnsPath());
   try {
-    await d.ip.apply(pod, b, `return device ${trip.mac} to the node`);
+    await deps.ip.apply(pod, b, `return device ${trip.mac} to the node`);
   } catch (err) {
-    const restore = new IpBatch();
-    if (travel !== cur && (await d.ip.getLink(pod, travel))) restore.rename(travel, cur);
-    restore.setAlias(cur, dev.ifalias ?? '').setGroup(cur, groupOf(dev));
-    if (dev.flags?.includes('UP')) restore.setUp(cur);
-    await d.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((restoreErr: unknown) => {
-      d.log.warn({ err: restoreErr, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
-    });
-    const holder = isNetError(err, 'exists') ? await d.ip.getLink(SELF, trip.hostIfName) : undefined;
+    await putBackInPod(dev, travel, trip, deps);
+    const holder = isNetError(err, 'exists') ? await deps.ip.getLink(SELF, trip.hostIfName) : undefined;
     if (holder && !sameMac(holder.address, trip.mac)) throw nameTaken(trip, holder);
     throw err;
   }
   if (travel !== trip.hostIfName) {
-    await d.ip.apply(SELF, new IpBatch().rename(travel, trip.hostIfName), `name device ${trip.mac} ${trip.hostIfName}`);
+    const rename = new IpBatch().rename(travel, trip.hostIfName);
+    await deps.ip.apply(SELF, rename, `name device ${trip.mac} ${trip.hostIfName}`);
   }
-  d.log.info({ mac: trip.mac, from: cur, hostIfName: trip.hostIfName }, 'delegated device returned to the node');
+  deps.log.info({ mac: trip.mac, from: cur, hostIfName: trip.hostIfName }, 'delegated device returned to the node');
+}
+
+/** After a refused move out: the device keeps the pod-side name, alias, group and state it had (best effort). */
+async function putBackInPod(dev: IpLink, travel: string, trip: MoveOut, deps: Deps): Promise<void> {
+  const pod = netnsAt(trip.netns);
+  const cur = dev.ifname;
+  const restore = new IpBatch();
+  if (travel !== cur && (await deps.ip.getLink(pod, travel))) restore.rename(travel, cur);
+  restore.setAlias(cur, dev.ifalias ?? '').setGroup(cur, groupOf(dev));
+  if (dev.flags?.includes('UP')) restore.setUp(cur);
+  await deps.ip.apply(pod, restore, `restore device ${trip.mac} in the pod`).catch((err: unknown) => {
+    deps.log.warn({ err, mac: trip.mac, ifName: cur }, 'could not put the device back as it was in the pod');
+  });
 }
 
 /**
  * Rollback of ADD: wherever the device is (pod or node), it ends on the node under the host name ferryd
  * planned (the name it had when ferryd last saw it), with its alias and up/down state as they were.
  */
-async function returnHome(
+async function undoMoveIn(
   trip: { mac: string; hostIfName: string; netns: string; wasUp: boolean } & LinkMarks,
-  d: Deps,
+  deps: Deps,
 ): Promise<void> {
   const restore: LinkMarks = { alias: trip.alias, group: trip.group };
-  const podLinks = (await d.ip.linksIfPresent(netnsAt(trip.netns))) ?? [];
+  const podLinks = (await deps.ip.linksIfPresent(netnsAt(trip.netns))) ?? [];
   const inPod = podLinks.find((l) => sameMac(l.address, trip.mac));
-  if (inPod) await moveHome(inPod, podLinks, { ...trip, restore }, d);
-  const onNode = (await d.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
+  if (inPod) await moveDeviceOut(inPod, podLinks, { ...trip, restore }, deps);
+  const onNode = (await deps.ip.listLinks(SELF)).find((l) => sameMac(l.address, trip.mac));
   if (!onNode) return;
   const b = new IpBatch();
   if (onNode.ifname !== trip.hostIfName) b.rename(onNode.ifname, trip.hostIfName);
   b.setAlias(trip.hostIfName, trip.alias).setGroup(trip.hostIfName, trip.group);
   if (trip.wasUp) b.setUp(trip.hostIfName);
-  await d.ip.apply(SELF, b, `restore device ${trip.mac} on the node`);
+  await deps.ip.apply(SELF, b, `restore device ${trip.mac} on the node`);
 }
 
-function nameTaken(trip: HomeTrip, holder: IpLink): CniError {
+function nameTaken(trip: MoveOut, holder: IpLink): CniError {
   return new CniError(
     Code.DeviceNameTaken,
     `return device ${trip.mac} to the node as "${trip.hostIfName}": that name is taken by another interface (MAC ${holder.address ?? 'none'})`,

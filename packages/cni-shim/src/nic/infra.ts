@@ -91,12 +91,12 @@ function addPair(b: IpBatch, p: PairSpec): IpBatch {
  * a name already taken (a leftover, or the live pod of a second ADD) is left for the usual path to judge
  * once ferryd has said whose it is. The caller arms the undo.
  */
-export async function createPairEarly(pair: PairSpec, d: Deps): Promise<boolean> {
+export async function createPairEarly(pair: PairSpec, deps: Deps): Promise<boolean> {
   try {
-    await d.ip.apply(SELF, addPair(new IpBatch(), pair), `create veth ${pair.hostVethName} ahead of the plan`);
+    await deps.ip.apply(SELF, addPair(new IpBatch(), pair), `create veth ${pair.hostVethName} ahead of the plan`);
     return true;
   } catch (err) {
-    d.log.debug({ err, hostVethName: pair.hostVethName }, 'veth pair not created ahead of the plan');
+    deps.log.debug({ err, hostVethName: pair.hostVethName }, 'veth pair not created ahead of the plan');
     return false;
   }
 }
@@ -138,28 +138,28 @@ function podSide(input: InfraBuildInput): IpBatch {
 export async function buildInfraNic(
   input: InfraBuildInput,
   undo: Rollback,
-  d: Deps,
+  deps: Deps,
   early?: PairSpec,
 ): Promise<BuiltInfraNic> {
   const { plan } = input;
   const pod = netnsAt(input.netns);
   const reuse = early !== undefined && samePair(early, pairOf(input));
-  // A pair made ahead of a plan that wants it otherwise (an MTU from ferryd, an older ferryd's name).
-  if (early && !reuse) await d.ip.deleteLink(SELF, early.hostVethName);
+  // A pair made ahead of a plan that wants it otherwise (an MTU set in ferryd's network).
+  if (early && !reuse) await deps.ip.deleteLink(SELF, early.hostVethName);
   // Armed before the host batch: it may stop after the pair exists (an address or a route refused).
   // The name is this attachment's own, and ADD never gets this far for a committed attachment.
-  undo.push(`delete host veth ${plan.hostVethName}`, () => d.ip.deleteLink(SELF, plan.hostVethName));
-  if (reuse) await d.ip.apply(SELF, hostSide(input, true), `configure host veth ${plan.hostVethName}`);
-  else await createPair(input, d);
-  d.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
+  undo.push(`delete host veth ${plan.hostVethName}`, () => deps.ip.deleteLink(SELF, plan.hostVethName));
+  if (reuse) await deps.ip.apply(SELF, hostSide(input, true), `configure host veth ${plan.hostVethName}`);
+  else await createPair(input, deps);
+  deps.log.debug({ hostVethName: plan.hostVethName }, 'veth pair created');
   if (hasFamily(plan, 4)) {
     ensureSysctl(['net', 'ipv4', 'conf', plan.hostVethName, 'proxy_arp'], '1');
     ensureSysctl(FORWARDING[4], '1');
   }
   if (hasFamily(plan, 6)) ensureSysctl(FORWARDING[6], '1');
-  d.log.debug({}, 'node sysctls set');
-  const shown = await d.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
-  d.log.debug({}, 'pod side configured');
+  deps.log.debug({}, 'node sysctls set');
+  const shown = await deps.ip.apply(pod, podSide(input), `configure ${plan.ifName}`);
+  deps.log.debug({}, 'pod side configured');
   const link = (await parseLinks(shown, plan.ifName))[0];
   if (!link?.address)
     throw new CniError(Code.NetlinkFailure, `configure ${plan.ifName} in ${input.netns}: link vanished`);
@@ -171,11 +171,11 @@ export async function buildInfraNic(
   };
 }
 
-async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
+async function createPair(input: InfraBuildInput, deps: Deps): Promise<void> {
   const { plan } = input;
   const what = `create veth ${plan.hostVethName} with ${plan.ifName} in ${input.netns}`;
   try {
-    await d.ip.apply(SELF, hostSide(input), what);
+    await deps.ip.apply(SELF, hostSide(input), what);
     return;
   } catch (err) {
     // Only the pair's own line (the first) can clash on a name; a later line's is an address or a route.
@@ -184,22 +184,22 @@ async function createPair(input: InfraBuildInput, d: Deps): Promise<void> {
   // Which name clashed? The pod's CNI_IFNAME is an error the runtime must see; a host veth with our
   // deterministic name is a leftover of an earlier ADD of this attachment that never committed (ferryd
   // refuses an ADD of a committed one before anything is built).
-  if (await d.ip.getLink(netnsAt(input.netns), plan.ifName)) {
+  if (await deps.ip.getLink(netnsAt(input.netns), plan.ifName)) {
     throw new CniError(
       Code.InterfaceExists,
       `create ${plan.ifName} in ${input.netns}: an interface with that name already exists`,
     );
   }
-  d.log.warn({ hostVethName: plan.hostVethName }, 'removing a leftover host veth of an interrupted ADD');
-  await d.ip.deleteLink(SELF, plan.hostVethName);
-  await d.ip.apply(SELF, hostSide(input), what);
+  deps.log.warn({ hostVethName: plan.hostVethName }, 'removing a leftover host veth of an interrupted ADD');
+  await deps.ip.deleteLink(SELF, plan.hostVethName);
+  await deps.ip.apply(SELF, hostSide(input), what);
 }
 
 /** Deletes the host veth; the pod side and the host routes go with it. Absent counts as done. */
-export async function teardownInfraNic(rec: InterfaceRecord, d: Deps): Promise<void> {
+export async function teardownInfraNic(rec: InterfaceRecord, deps: Deps): Promise<void> {
   if (!rec.hostVethName) return;
-  const r = await d.ip.deleteLink(SELF, rec.hostVethName);
-  d.log.info({ hostVethName: rec.hostVethName, result: r }, 'host veth deleted');
+  const r = await deps.ip.deleteLink(SELF, rec.hostVethName);
+  deps.log.info({ hostVethName: rec.hostVethName, result: r }, 'host veth deleted');
 }
 
 /** The node side of an InfraNIC as CHECK reads it: its host veth (undefined: absent) and that veth's routes. */
@@ -209,19 +209,19 @@ export interface HostVethView {
   routes: LinkRoute[];
 }
 
-export async function readHostVeth(name: string, d: Deps): Promise<HostVethView> {
-  const link = await d.ip.getLink(SELF, name);
-  return { name, link, routes: link ? await d.ip.listRoutes(SELF, name) : [] };
+export async function readHostVeth(name: string, deps: Deps): Promise<HostVethView> {
+  const link = await deps.ip.getLink(SELF, name);
+  return { name, link, routes: link ? await deps.ip.listRoutes(SELF, name) : [] };
 }
 
 /**
  * What CHECK verifies on the node side: the host veth is there and routes each pod address. `seen` is a
  * view read earlier (while ferryd was being asked); it is used when it is of the recorded veth.
  */
-export async function checkInfraHostSide(rec: InterfaceRecord, d: Deps, seen?: HostVethView): Promise<string[]> {
+export async function checkInfraHostSide(rec: InterfaceRecord, deps: Deps, seen?: HostVethView): Promise<string[]> {
   const problems: string[] = [];
   if (!rec.hostVethName) return ['ferryd recorded no host veth'];
-  const { link, routes } = seen?.name === rec.hostVethName ? seen : await readHostVeth(rec.hostVethName, d);
+  const { link, routes } = seen?.name === rec.hostVethName ? seen : await readHostVeth(rec.hostVethName, deps);
   if (!link) return [`host veth ${rec.hostVethName} is missing`];
   if (!link.flags?.includes('UP')) problems.push(`host veth ${rec.hostVethName} is down`);
   for (const a of rec.addresses) {

@@ -3,8 +3,9 @@
  * The system calls behind @ferry/net's rtnetlink, through the binary's one libc binding (neither Bun nor
  * Node has netlink sockets or setns).
  */
-import { cstr, errno, libc, uninterrupted } from '@ferry/files/libc';
+
 import { type RtnlSys, SysError } from '@ferry/net/rtnetlink';
+import { cstr, errno, libc, uninterrupted } from '@ferry/sys/libc';
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;

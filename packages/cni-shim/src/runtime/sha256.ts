@@ -3,7 +3,7 @@
  * CryptoHasher pages in ~1.2 MiB of Bun's code per exec (node:crypto costs more), and hashing the few
  * dozen bytes of a name here takes microseconds. sha256.test.ts checks it against node:crypto.
  */
-import { utf8Encode } from '@ferry/files/utf8';
+import { utf8Encode } from '@ferry/sys/utf8';
 
 const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,

@@ -45,7 +45,7 @@ export interface SyncStats {
 }
 
 export class ClusterController {
-  readonly #d: ClusterControllerDeps;
+  readonly #deps: ClusterControllerDeps;
   #peers: readonly Peer[] | undefined;
   /** What the kernel holds of Ferry's, as of the last read plus what ferryd changed since. */
   #have: Entries | undefined;
@@ -74,15 +74,15 @@ export class ClusterController {
   };
 
   constructor(deps: ClusterControllerDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   get config(): ClusterConfig {
-    return this.#d.config;
+    return this.#deps.config;
   }
 
   get source(): PeerSource {
-    return this.#d.source;
+    return this.#deps.source;
   }
 
   get peers(): readonly Peer[] {
@@ -100,7 +100,7 @@ export class ClusterController {
 
   /** The VXLAN device, when routing is vxlan. */
   get device(): string | undefined {
-    return this.#d.config.routing === 'vxlan' ? this.#d.config.vxlan.device : undefined;
+    return this.#deps.config.routing === 'vxlan' ? this.#deps.config.vxlan.device : undefined;
   }
 
   get local(): { address: string; family: Family } | undefined {
@@ -113,11 +113,11 @@ export class ClusterController {
   }
 
   start(): void {
-    this.#d.source.start((peers) => {
+    this.#deps.source.start((peers) => {
       this.#peers = peers;
       void this.syncSoon();
     });
-    const every = this.#d.config.resyncSec * 1000;
+    const every = this.#deps.config.resyncSec * 1000;
     this.#timer = setInterval(() => {
       this.#readDue = true;
       void this.syncSoon();
@@ -128,7 +128,7 @@ export class ClusterController {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
-    await this.#d.source.stop();
+    await this.#deps.source.stop();
     await this.#running;
   }
 
@@ -158,7 +158,7 @@ export class ClusterController {
   }
 
   async #syncOnce(peers: readonly Peer[]): Promise<void> {
-    const { config, ip, ns, log } = this.#d;
+    const { config, ip, ns, log } = this.#deps;
     const started = performance.now();
     try {
       if (this.#readDue) this.#deviceChecked = false;
@@ -176,7 +176,7 @@ export class ClusterController {
       if (!this.#planner || this.#plannedFamily !== family) {
         this.#planner = new Planner({
           routing: config.routing,
-          ownPodCIDRs: this.#d.ownPodCIDRs,
+          ownPodCIDRs: this.#deps.ownPodCIDRs,
           ...(vxlan ? { vxlan } : {}),
         });
         this.#plannedFamily = family;
@@ -193,9 +193,9 @@ export class ClusterController {
       for (const [k] of changes.fdb.put.concat(changes.fdb.del)) this.#refused.delete(`fdb\t${k}`);
       for (const r of refused) this.#refused.set(`${r.kind}\t${r.key}`, r);
       // After the routes: a firewall that fails must not hold up routing.
-      if (fresh && this.#d.egress) this.#egress = await this.#d.egress();
+      if (fresh && this.#deps.egress) this.#egress = await this.#deps.egress();
       this.stats.syncs++;
-      this.stats.lastSync = new Date(this.#d.now()).toISOString();
+      this.stats.lastSync = new Date(this.#deps.now()).toISOString();
       this.stats.lastError = null;
       this.stats.lastChanges = n;
       this.stats.lastDurationMs = performance.now() - started;
@@ -223,7 +223,7 @@ export class ClusterController {
 
   /** Creates or checks the VXLAN device; undefined until the underlay's local end is known. */
   async #ensureDevice(peers: readonly Peer[]): Promise<{ device: string; underlayFamily: Family } | undefined> {
-    const { config, ip, ns, log } = this.#d;
+    const { config, ip, ns, log } = this.#deps;
     let local = this.#local;
     // Found before any peer existed (cluster.nodeAddresses alone): the underlay device, hence the MTU, is
     // unknown. Look once more when the first peers arrive, and check the device again with its MTU.
@@ -237,7 +237,7 @@ export class ClusterController {
     this.#local = local;
     if (this.#deviceChecked) return { device: config.vxlan.device, underlayFamily: local.family };
     const mtu = config.vxlan.mtu ?? (await this.#underlayMtu(local.dev, local.family));
-    const addresses = this.#d.ownPodCIDRs.flatMap((text, i, all) => {
+    const addresses = this.#deps.ownPodCIDRs.flatMap((text, i, all) => {
       const c = parseCidr(text);
       // One VTEP address per family: the first pod CIDR's.
       if (all.findIndex((o) => familyOf(o) === c.family) !== i) return [];
@@ -270,13 +270,13 @@ export class ClusterController {
    * route to a peer; and the device that route leaves by (for the MTU). Undefined with no peers yet.
    */
   async #findLocal(peers: readonly Peer[]): Promise<LocalEnd | undefined> {
-    const configured = this.#d.config.nodeAddresses;
+    const configured = this.#deps.config.nodeAddresses;
     const pick = configured?.find((a) => familyOf(a) === 4) ?? configured?.[0];
     const chosen = pick === undefined ? undefined : canonicalAddress(pick);
     for (const family of chosen ? [familyOf(chosen)] : ([4, 6] as const)) {
       for (const p of peers) {
         const a = p.addresses.find((x) => familyOf(x) === family);
-        const r = a ? await this.#d.ip.routeTo(this.#d.ns, a) : undefined;
+        const r = a ? await this.#deps.ip.routeTo(this.#deps.ns, a) : undefined;
         const address = chosen ?? r?.prefsrc;
         if (r && address) return { address, family, dev: r.dev };
       }
@@ -286,12 +286,12 @@ export class ClusterController {
 
   async #underlayMtu(dev: string | undefined, family: Family): Promise<number | undefined> {
     if (!dev) return undefined;
-    const link = await this.#d.ip.getLink(this.#d.ns, dev);
+    const link = await this.#deps.ip.getLink(this.#deps.ns, dev);
     return link?.mtu ? link.mtu - (family === 4 ? 50 : 70) : undefined;
   }
 
   /** The kernel's Ferry entries now (for operators: what is present, missing, stale). */
   readKernel(): Promise<Entries> {
-    return readEntries(this.#d.ip, this.#d.ns, this.device);
+    return readEntries(this.#deps.ip, this.#deps.ns, this.device);
   }
 }

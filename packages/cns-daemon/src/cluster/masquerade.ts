@@ -143,7 +143,7 @@ function classify(spec: MasqueradeSpec): MasqueradeRules {
 }
 
 /**
- * One `nft -f` transaction: create the table if missing, delete it (with whatever an older Ferry or an
+ * One `nft -f` transaction: create the table if missing, delete it (with whatever an earlier run or an
  * operator left in it), and write it anew. Interval sets with auto-merge accept overlapping CIDRs.
  */
 export function renderNftRuleset(rules: MasqueradeRules): string {

@@ -22,6 +22,7 @@ import type { FerrydConfig } from '../config';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
 import { parseRow } from '../store/rows';
+import type { PciAddresses } from './pci';
 
 export interface InventoryDeps {
   db: Db;
@@ -30,6 +31,8 @@ export interface InventoryDeps {
   config: FerrydConfig['delegatedDevices'];
   log: Logger;
   now: () => number;
+  /** Told each scan's listing, to read the devices' PCI addresses again. */
+  pci?: PciAddresses;
 }
 
 export interface ScanResult {
@@ -41,11 +44,11 @@ const normalMac = (mac: string) => mac.toLowerCase();
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
-  readonly #d: InventoryDeps;
+  readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
 
   constructor(deps: InventoryDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#patterns = deps.config.flatMap((c) =>
       c.namePattern ? [{ re: new RegExp(c.namePattern), group: c.group }] : [],
     );
@@ -53,20 +56,21 @@ export class Inventory {
 
   /** True when there is anything to manage (no device config and no rows: nothing to scan). */
   get isEnabled(): boolean {
-    return this.#d.config.length > 0 || this.#d.devices.all().length > 0;
+    return this.#deps.config.length > 0 || this.#deps.devices.all().length > 0;
   }
 
   async scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
-    const { db, devices, ip, log } = this.#d;
-    const listedAt = this.#d.now();
+    const { db, devices, ip, log } = this.#deps;
+    const listedAt = this.#deps.now();
     const links = await ip.listLinks(SELF);
     const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
-    const now = this.#d.now();
+    this.#deps.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
+    const now = this.#deps.now();
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
       const configured = new Set<string>();
-      for (const c of this.#d.config) {
+      for (const c of this.#deps.config) {
         if (!c.mac) continue;
         const mac = normalMac(c.mac);
         configured.add(mac);
@@ -122,7 +126,7 @@ export class Inventory {
    * the scan (or ferryd's start-up).
    */
   async #renameHome(mac: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
-    const { devices, ip, log } = this.#d;
+    const { devices, ip, log } = this.#deps;
     if (links.some((l) => l.ifname === hostIfName)) {
       log.warn({ mac, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
       return false;
@@ -148,12 +152,14 @@ export class Inventory {
   }
 
   list(): Device[] {
-    return this.#d.devices.all().map((r): Device => {
+    return this.#deps.devices.all().map((r): Device => {
       const reservation = reservationOf(r);
+      const pciAddress = this.#deps.pci?.pciOf(r.mac);
       return {
         mac: r.mac,
         group: r.grp,
         ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
+        ...(pciAddress ? { pciAddress } : {}),
         state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
         ...(r.interface_id !== null && r.container_id && r.if_name
           ? {
@@ -177,7 +183,7 @@ export class Inventory {
     const { addresses, routes } = req;
     const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
     if (
-      !this.#d.devices.reserve(m, {
+      !this.#deps.devices.reserve(m, {
         namespace: req.namespace,
         pod: req.pod,
         ...(req.ifName ? { ifName: req.ifName } : {}),
@@ -191,7 +197,7 @@ export class Inventory {
 
   unreserve(mac: string): Device {
     const m = normalMac(mac);
-    if (!this.#d.devices.unreserve(m)) throw unknownDevice(m);
+    if (!this.#deps.devices.unreserve(m)) throw unknownDevice(m);
     return this.#one(m);
   }
 

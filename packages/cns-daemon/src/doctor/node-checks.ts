@@ -10,8 +10,8 @@ import type { Violation } from '@ferry/shared-types/api/operator';
 import { clusterViolations } from '../cluster/checks';
 import type { ClusterController } from '../cluster/controller';
 import type { Drainer } from '../queue/drainer';
+import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
-import type { EndpointStore } from '../store/endpoints';
 
 /** A pending entry older than this means the queue is not being drained. */
 const QUEUE_STUCK_SEC = 60;
@@ -19,7 +19,7 @@ const QUEUE_STUCK_SEC = 60;
 export interface NodeChecksDeps {
   /** Cluster networking, when configured: every peer's entries present, none of Ferry's stale. */
   cluster?: ClusterController;
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   devices: DeviceStore;
   drainer: Drainer;
   ip: Ip;
@@ -28,16 +28,16 @@ export interface NodeChecksDeps {
 }
 
 export class NodeChecks {
-  readonly #d: NodeChecksDeps;
+  readonly #deps: NodeChecksDeps;
 
   constructor(deps: NodeChecksDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   async check(): Promise<Violation[]> {
     const out: Violation[] = [];
     const netnsOf = new Map<string, string>();
-    for (const a of this.#d.endpoints.allAttachments()) {
+    for (const a of this.#deps.attachmentStore.allAttachments()) {
       netnsOf.set(a.container_id, a.netns);
       if (!existsSync(a.netns)) {
         out.push({
@@ -47,9 +47,11 @@ export class NodeChecks {
         });
       }
     }
-    const assigned = this.#d.devices.all().filter((d) => d.interface_id !== null && d.attachment_state === 'committed');
+    const assigned = this.#deps.devices
+      .all()
+      .filter((d) => d.interface_id !== null && d.attachment_state === 'committed');
     if (assigned.length > 0) {
-      const onNode = await this.#d.ip.listLinks(SELF);
+      const onNode = await this.#deps.ip.listLinks(SELF);
       const podLinks = new Map<string, IpLink[] | undefined>();
       for (const dev of assigned) {
         const subject = dev.mac;
@@ -64,7 +66,7 @@ export class NodeChecks {
         const netns = dev.container_id ? netnsOf.get(dev.container_id) : undefined;
         if (!netns) continue;
         // One listing per pod netns; a netns that is gone is reported above, not as a misplaced device.
-        if (!podLinks.has(netns)) podLinks.set(netns, await this.#d.ip.linksIfPresent(netnsAt(netns)));
+        if (!podLinks.has(netns)) podLinks.set(netns, await this.#deps.ip.linksIfPresent(netnsAt(netns)));
         const inPod = podLinks.get(netns);
         if (inPod && !inPod.some((l) => sameMac(l.address, dev.mac))) {
           out.push({
@@ -75,7 +77,7 @@ export class NodeChecks {
         }
       }
     }
-    const q = this.#d.drainer.status();
+    const q = this.#deps.drainer.status();
     for (const f of q.failed) out.push({ kind: 'queue-failed', subject: f.file, msg: `set aside: ${f.reason}` });
     if (q.oldestAgeSec > QUEUE_STUCK_SEC) {
       out.push({
@@ -84,8 +86,8 @@ export class NodeChecks {
         msg: `${q.pending.length} pending, oldest ${Math.round(q.oldestAgeSec)} s`,
       });
     }
-    if (this.#d.cluster) out.push(...(await clusterViolations(this.#d.cluster)));
-    out.push(...(this.#d.nodeState?.() ?? []));
+    if (this.#deps.cluster) out.push(...(await clusterViolations(this.#deps.cluster)));
+    out.push(...(this.#deps.nodeState?.() ?? []));
     return out;
   }
 }

@@ -3,9 +3,11 @@
  * meanwhile is held and answered by the successor once its socket is renamed over the path, and a
  * successor that cannot serve the database is refused. test/e2e/rollout.test.ts runs whole ferryds.
  */
-import { request } from 'node:http';
 import { join } from 'node:path';
-import { FERRYD_API_VERSION, type HandOverRequest } from '@ferry/shared-types/api/handover';
+import type { Method } from '@ferry/http';
+import { requestOverUndici } from '@ferry/http/undici';
+import type { HandOverRequest } from '@ferry/shared-types/api/handover';
+import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
 import Fastify from 'fastify';
 import pino from 'pino';
 import { expect, type TestContext, test } from 'vitest';
@@ -13,18 +15,16 @@ import { listenAtPath } from '../socket';
 import { tempDir } from '../testing/harness';
 import { HANDOVER_PATH, HandingOver } from './handing-over';
 
-function call(socketPath: string, method: string, path: string, body?: unknown) {
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request({ socketPath, method, path, headers: { 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.on('data', (c) => {
-        text += c;
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
-    req.on('error', reject);
-    req.end(body === undefined ? undefined : JSON.stringify(body));
-  });
+async function call(socketPath: string, method: Method, path: string, body?: unknown) {
+  const res = await requestOverUndici({
+    socket: socketPath,
+    method,
+    path,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    connectMs: 5000,
+    deadlineMs: 30_000,
+  }).answer();
+  return { status: res.status, body: res.body };
 }
 
 /** A ferryd stand-in serving `name` on the path, with a route that waits until told to answer. */
@@ -66,8 +66,7 @@ function handingOverOf(socket: string, events: string[], takeOverMs?: number): H
 
 const successor = (schemaVersion: number): HandOverRequest => ({
   pid: process.pid,
-  apiVersion: FERRYD_API_VERSION,
-  minApiVersion: FERRYD_API_VERSION,
+  apiVersion: FERRY_API_VERSION,
   schemaVersion,
 });
 

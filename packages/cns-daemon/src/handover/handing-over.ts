@@ -13,13 +13,12 @@
  * its database again while the successor may hold it: the kubelet restarts it.
  */
 import { lstatSync } from 'node:fs';
+// A proxy, not a client: it passes a held request on as it came (any method, its headers, its body as a
+// stream), which @ferry/http's request contract does not cover.
+// biome-ignore lint/style/noRestrictedImports: the proxy to the successor (above)
 import { type IncomingMessage, request, type ServerResponse } from 'node:http';
-import {
-  FERRYD_API_VERSION,
-  type HandOverAnswer,
-  type HandOverRequest,
-  handOverProblem,
-} from '@ferry/shared-types/api/handover';
+import { type HandOverAnswer, type HandOverRequest, handOverProblem } from '@ferry/shared-types/api/handover';
+import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { Logger } from 'pino';
@@ -45,7 +44,7 @@ export interface HandingOverDeps {
 type State = 'serving' | 'holding' | 'proxying' | 'abandoned';
 
 export class HandingOver {
-  readonly #d: HandingOverDeps;
+  readonly #deps: HandingOverDeps;
   #state: State = 'serving';
   #inFlight = 0;
   #onIdle: (() => void) | undefined;
@@ -56,7 +55,7 @@ export class HandingOver {
   #held = 0;
 
   constructor(deps: HandingOverDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /** Called once this ferryd's socket is at the path. */
@@ -66,7 +65,7 @@ export class HandingOver {
 
   /** Whether the socket at the path is still this ferryd's (stop removes it only then). */
   ownsPath(): boolean {
-    return this.#ownSocket !== undefined && inodeAt(this.#d.socket) === this.#ownSocket;
+    return this.#ownSocket !== undefined && inodeAt(this.#deps.socket) === this.#ownSocket;
   }
 
   /** The first onRequest hook of the unix app: counts requests in flight, holds and proxies after a hand-over. */
@@ -82,7 +81,9 @@ export class HandingOver {
     reply.hijack();
     this.#held++;
     const taken = this.#takenOver ?? Promise.resolve(false);
-    void taken.then((ok) => (ok ? proxy(req.raw, reply.raw, this.#d.socket, this.#d.log) : unavailable(reply.raw)));
+    void taken.then((ok) =>
+      ok ? proxy(req.raw, reply.raw, this.#deps.socket, this.#deps.log) : unavailable(reply.raw),
+    );
     done();
   };
 
@@ -93,14 +94,14 @@ export class HandingOver {
 
   /** POST /v1/handover's handler: answers once the database is closed; refuses a successor that cannot serve. */
   async handOver(req: HandOverRequest): Promise<HandOverAnswer> {
-    const { log, schemaVersion } = this.#d;
+    const { log, schemaVersion } = this.#deps;
     if (this.#state !== 'serving') {
       throw new CniError(
         Code.AttachmentConflict,
         `hand over to ferryd ${req.pid}: already handing over (${this.#state})`,
       );
     }
-    const problem = handOverProblem({ apiVersion: FERRYD_API_VERSION, schemaVersion }, req);
+    const problem = handOverProblem({ apiVersion: FERRY_API_VERSION, schemaVersion }, req);
     if (problem) throw new CniError(Code.AttachmentConflict, `hand over to ferryd ${req.pid}: ${problem}`);
     const started = performance.now();
     this.#state = 'holding';
@@ -114,7 +115,7 @@ export class HandingOver {
       'handing over: holding new requests, finishing in-flight ones',
     );
     await this.#idle();
-    await this.#d.release();
+    await this.#deps.release();
     const releasedInMs = Math.round(performance.now() - started);
     log.info(
       { successor: req.pid, releasedInMs },
@@ -122,7 +123,7 @@ export class HandingOver {
     );
     // Watched once the answer is on its way: the successor opens the database only after it has it.
     setImmediate(() => void this.#watch(req.pid).then(resolveTaken));
-    return { pid: process.pid, apiVersion: FERRYD_API_VERSION, schemaVersion, releasedInMs };
+    return { pid: process.pid, apiVersion: FERRY_API_VERSION, schemaVersion, releasedInMs };
   }
 
   /** Resolves when no request is in flight, or after graceMs. */
@@ -130,12 +131,12 @@ export class HandingOver {
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        this.#d.log.warn(
-          { inFlight: this.#inFlight, graceMs: this.#d.graceMs },
+        this.#deps.log.warn(
+          { inFlight: this.#inFlight, graceMs: this.#deps.graceMs },
           'handing over with requests still in flight',
         );
         resolve();
-      }, this.#d.graceMs);
+      }, this.#deps.graceMs);
       this.#onIdle = () => {
         clearTimeout(timer);
         resolve();
@@ -145,8 +146,8 @@ export class HandingOver {
 
   /** True once the successor's socket is at the path; false when it died or took too long. */
   async #watch(successor: number): Promise<boolean> {
-    const { log, socket } = this.#d;
-    const until = Date.now() + (this.#d.takeOverMs ?? 30_000);
+    const { log, socket } = this.#deps;
+    const until = Date.now() + (this.#deps.takeOverMs ?? 30_000);
     // Its death is only told if its process can be seen from here at all (another PID namespace cannot).
     const watchable = isAlive(successor);
     for (;;) {
@@ -168,7 +169,7 @@ export class HandingOver {
           { successor, held: this.#held },
           `hand-over failed: ${why}; answering held requests with code 11 and exiting`,
         );
-        this.#d.onAbandoned(why);
+        this.#deps.onAbandoned(why);
         return false;
       }
       await new Promise((r) => setTimeout(r, WATCH_EVERY_MS));

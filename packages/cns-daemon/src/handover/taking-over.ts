@@ -6,14 +6,12 @@
  * proxies what it held meanwhile. A ferryd holding the lock but not listening yet (itself starting) is
  * asked again until `waitMs`; one that refuses (it cannot be replaced by this version) stops start-up.
  */
-import { request } from 'node:http';
-import {
-  FERRYD_API_VERSION,
-  FERRYD_MIN_API_VERSION,
-  type HandOverAnswer,
-  HandOverAnswerSchema,
-} from '@ferry/shared-types/api/handover';
+import { requestOverUndici } from '@ferry/http/undici';
+import { type HandOverAnswer, HandOverAnswerSchema } from '@ferry/shared-types/api/handover';
+import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
+import { parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type { Logger } from 'pino';
+import * as z from 'zod/mini';
 import { StartupError } from '../errors';
 import { DatabaseError, lockHolderOf, type OpenDbOptions, type OpenedDb, openDatabase } from '../store/db';
 import { SCHEMA_VERSION } from '../store/migrations/index';
@@ -80,58 +78,27 @@ export async function openTakingOver(
 
 class HandOverRefused extends Error {}
 
-function askToHandOver(socketPath: string): Promise<HandOverAnswer> {
-  const body = JSON.stringify({
-    pid: process.pid,
-    apiVersion: FERRYD_API_VERSION,
-    minApiVersion: FERRYD_MIN_API_VERSION,
-    schemaVersion: SCHEMA_VERSION,
-  });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        socketPath,
-        method: 'POST',
-        path: '/v1/handover',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        timeout: ANSWER_WITHIN_MS,
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          const doc = safeJson(text);
-          if (res.statusCode === 200) {
-            const r = HandOverAnswerSchema.safeParse(doc);
-            if (r.success) resolve(r.data);
-            else
-              reject(new HandOverRefused(`take over from the serving ferryd: unexpected answer ${text.slice(0, 200)}`));
-            return;
-          }
-          // A 404 is a ferryd that cannot hand over; any other error its reason (code and msg).
-          const msg = (doc as { msg?: unknown } | undefined)?.msg;
-          reject(
-            new HandOverRefused(
-              `take over from the ferryd serving ${socketPath}: refused (HTTP ${res.statusCode}): ${typeof msg === 'string' ? msg : text.slice(0, 200)}`,
-            ),
-          );
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${ANSWER_WITHIN_MS} ms`)));
-    req.on('error', reject);
-    req.end(body);
-  });
+async function askToHandOver(socketPath: string): Promise<HandOverAnswer> {
+  const body = JSON.stringify({ pid: process.pid, apiVersion: FERRY_API_VERSION, schemaVersion: SCHEMA_VERSION });
+  const res = await requestOverUndici({
+    socket: socketPath,
+    method: 'POST',
+    path: '/v1/handover',
+    body,
+    connectMs: ANSWER_WITHIN_MS,
+    deadlineMs: ANSWER_WITHIN_MS,
+  }).answer();
+  const doc = parseJsonOrUndefined(res.body);
+  if (res.status === 200) {
+    const r = z.safeParse(HandOverAnswerSchema, doc);
+    if (r.success) return r.data;
+    throw new HandOverRefused(`take over from the serving ferryd: unexpected answer ${res.body.slice(0, 200)}`);
+  }
+  // A 404 is a ferryd that cannot hand over; any other error its reason (code and msg).
+  const msg = (doc as { msg?: unknown } | undefined)?.msg;
+  throw new HandOverRefused(
+    `take over from the ferryd serving ${socketPath}: refused (HTTP ${res.status}): ${typeof msg === 'string' ? msg : res.body.slice(0, 200)}`,
+  );
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}

@@ -4,8 +4,8 @@
  * an allocation across families is all-or-nothing.
  */
 import type { AssignedAddress } from '@ferry/shared-types/api/common';
+import type { FerrydConfig, NetworkConfig } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import type { FerrydConfig, NetworkConfig } from '../config';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';
@@ -90,7 +90,10 @@ export class Ipam {
     }
   }
 
-  /** The addresses of `interfaceId`, as the pod carries them (/32, /128) with their gateway. */
+  /**
+   * The addresses of `interfaceId`, as the pod carries them (/32 and /128 over an InfraNIC, the subnet's
+   * prefix length on a secondary network's segment) with their gateway.
+   */
   addressesOf(network: string, interfaceId: number): AssignedAddress[] {
     const pools = this.#networks.get(network)?.pools ?? [];
     return this.#pools.addressesOf(interfaceId).map((row) => {
@@ -98,8 +101,8 @@ export class Ipam {
       const spec = pools.find((p) => p.spec.family === family)?.spec;
       return {
         family,
-        address: `${row.address}/${bitsOf(family)}`,
-        ...(spec ? { gateway: spec.gateway } : {}),
+        address: `${row.address}/${spec?.podPrefix ?? bitsOf(family)}`,
+        ...(spec?.gateway ? { gateway: spec.gateway } : {}),
       };
     });
   }

@@ -3,13 +3,15 @@
  * intervals, and what pods on it route through. Built from config that config.ts already checked.
  */
 import type { PodRoute } from '@ferry/shared-types/api/common';
-import type { NetworkConfig, PoolConfig } from '../config';
+import type { NetworkConfig, PoolConfig } from '@ferry/shared-types/config/ferryd';
 import { type Cidr, type Family, formatCidr, lastOf, parseCidr, parseExclusion, toBigInt } from './cidr';
 
 /**
- * Every pod's gateway is a link-local address no interface owns on IPv4 (169.254.1.1) and the link-local
- * address of the fixed host-veth MAC on IPv6, so all pods share one gateway and the node needs no
- * per-pod gateway address. The pod reaches it through a permanent neighbour entry for HOST_VETH_MAC.
+ * On an InfraNIC network every pod's gateway is a link-local address no interface owns on IPv4
+ * (169.254.1.1) and the link-local address of the fixed host-veth MAC on IPv6, so all pods share one
+ * gateway and the node needs no per-pod gateway address. The pod reaches it through a permanent
+ * neighbour entry for HOST_VETH_MAC. A secondary network's pods sit on the devices' own segment: their
+ * gateway is the pool's `gateway`, when it has one.
  */
 const GATEWAY: Record<Family, string> = { 4: '169.254.1.1', 6: 'fe80::ecee:eeff:feee:eeee' };
 
@@ -26,25 +28,28 @@ export interface PoolSpec {
   size: bigint;
   /** Offsets are stored as this many hex digits (8 for IPv4, 32 for IPv6). */
   hexWidth: number;
-  gateway: string;
+  /** The prefix length a pod's address carries: the whole address (/32, /128) routed over the InfraNIC, the subnet's on a secondary network's segment. */
+  podPrefix: number;
+  gateway?: string;
   routes: PodRoute[];
 }
 
 export function poolSpecsOf(net: NetworkConfig): PoolSpec[] {
   const out: PoolSpec[] = [];
-  if (net.ipv4) out.push(poolSpecOf(net.name, 4, net.ipv4));
-  if (net.ipv6) out.push(poolSpecOf(net.name, 6, net.ipv6));
+  if (net.ipv4) out.push(poolSpecOf(net.name, 4, net.ipv4, net.infraNIC));
+  if (net.ipv6) out.push(poolSpecOf(net.name, 6, net.ipv6, net.infraNIC));
   return out;
 }
 
-function poolSpecOf(network: string, family: Family, pool: PoolConfig): PoolSpec {
+function poolSpecOf(network: string, family: Family, pool: PoolConfig, infraNIC: boolean): PoolSpec {
   const subnet = parseCidr(pool.subnet);
   const last = lastOf(subnet);
   // IPv4 skips the network and broadcast addresses; IPv6 skips only the subnet-router anycast address.
   const start = pool.rangeStart ? toBigInt(pool.rangeStart) : subnet.base + 1n;
   const end = pool.rangeEnd ? toBigInt(pool.rangeEnd) : family === 4 ? last - 1n : last;
   const exclusions = mergeIntervals(
-    pool.exclude
+    // The segment's router is never a pod's address.
+    [...pool.exclude, ...(pool.gateway ? [pool.gateway] : [])]
       // config.ts has already refused an exclusion of the other family or outside the subnet.
       .map(parseExclusion)
       .map((c): [bigint, bigint] => [c.base > start ? c.base : start, lastOf(c) < end ? lastOf(c) : end])
@@ -52,10 +57,15 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig): PoolSpec
   );
   let size = end - start + 1n;
   for (const [lo, hi] of exclusions) size -= hi - lo + 1n;
-  const gateway = GATEWAY[family];
+  const gateway = infraNIC ? GATEWAY[family] : pool.gateway;
   const routes: PodRoute[] = [];
-  if (pool.defaultRoute) routes.push({ dst: family === 4 ? '0.0.0.0/0' : '::/0', gw: gateway });
-  for (const r of pool.routes) routes.push({ dst: r.dst, gw: r.gw ?? gateway });
+  // config.ts has refused a secondary network's default route without a gateway.
+  if ((pool.defaultRoute ?? infraNIC) && gateway)
+    routes.push({ dst: family === 4 ? '0.0.0.0/0' : '::/0', gw: gateway });
+  for (const r of pool.routes) {
+    const gw = r.gw ?? gateway;
+    routes.push({ dst: r.dst, ...(gw ? { gw } : {}) });
+  }
   return {
     network,
     family,
@@ -66,7 +76,8 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig): PoolSpec
     exclusions,
     size: size > 0n ? size : 0n,
     hexWidth: family === 4 ? 8 : 32,
-    gateway,
+    podPrefix: infraNIC ? subnet.bits : subnet.prefix,
+    ...(gateway ? { gateway } : {}),
     routes,
   };
 }

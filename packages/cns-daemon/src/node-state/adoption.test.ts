@@ -6,13 +6,13 @@ import { Ip, type IpBackend, type IpLink, NetError } from '@ferry/net';
 import { hostVethMarkerOf, markerOf } from '@ferry/shared-types/link-marker';
 import pino from 'pino';
 import { expect, type TestContext, test } from 'vitest';
-import { Attachments } from '../endpoints/attachments';
-import { hostVethNameOf } from '../endpoints/host-veth';
+import { Attachments } from '../attachments/attachments';
+import { hostVethNameOf } from '../attachments/host-veth';
 import { Ipam } from '../ipam/ipam';
 import { AdoptedStore } from '../store/adopted';
+import { AttachmentStore } from '../store/attachments';
 import { openDatabase } from '../store/db';
 import { DeviceStore } from '../store/devices';
-import { EndpointStore } from '../store/endpoints';
 import { PoolStore } from '../store/pools';
 import { tempDir, testConfig } from '../testing/harness';
 import { Adoption } from './adoption';
@@ -47,15 +47,15 @@ function useNode(t: TestContext) {
   const clock = { now: Date.UTC(2026, 11, 1, 8, 0, 0) };
   const now = () => clock.now;
   const db = store.db;
-  const endpoints = new EndpointStore(db);
+  const attachmentStore = new AttachmentStore(db);
   const pools = new PoolStore(db);
   const devices = new DeviceStore(db);
   const ipam = new Ipam(pools, config);
-  const attachments = new Attachments({ db, endpoints, devices, ipam, now });
+  const attachments = new Attachments({ db, attachmentStore, devices, ipam, now });
   const log = pino({ level: 'silent' });
   const adoption = new Adoption({
     db,
-    endpoints,
+    attachmentStore,
     adopted: new AdoptedStore(db),
     pools,
     devices,
@@ -99,7 +99,7 @@ function useNode(t: TestContext) {
       .sort();
   const allocate = (containerId: string) =>
     attachments.allocate({ network: 'ferry', containerId, ifName: 'eth0', netns: '/proc/self/ns/net' }).plan;
-  return { kernel, adoption, attachments, endpoints, devices, pools, assigned, allocate, livePod, clock };
+  return { kernel, adoption, attachments, attachmentStore, devices, pools, assigned, allocate, livePod, clock };
 }
 
 test('pods the database lost are adopted: addresses held, generations never repeat, DEL releases them', async (t) => {

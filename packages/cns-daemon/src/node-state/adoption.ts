@@ -27,15 +27,15 @@ import {
 } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
-import type { Attachments } from '../endpoints/attachments';
-import { hostVethNameOf } from '../endpoints/host-veth';
+import type { Attachments } from '../attachments/attachments';
+import { hostVethNameOf } from '../attachments/host-veth';
 import { bitsOf, contains, type Family, familyOf, toBigInt } from '../ipam/cidr';
 import type { Ipam } from '../ipam/ipam';
 import { offsetHex, type PoolSpec } from '../ipam/pool';
 import type { AdoptedStore } from '../store/adopted';
+import type { AttachmentStore } from '../store/attachments';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
-import type { EndpointStore } from '../store/endpoints';
 import type { PoolStore } from '../store/pools';
 import type { DeviceRow } from '../store/rows';
 
@@ -46,7 +46,7 @@ const POD_READS_AT_ONCE = 8;
 
 export interface AdoptionDeps {
   db: Db;
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   adopted: AdoptedStore;
   pools: PoolStore;
   devices: DeviceStore;
@@ -100,19 +100,19 @@ interface NodeLinks {
 const macOf = (l: IpLink) => (l.permaddr ?? l.address)?.toLowerCase();
 
 export class Adoption {
-  readonly #d: AdoptionDeps;
+  readonly #deps: AdoptionDeps;
   readonly #tx: <T>(fn: () => T) => T;
   /** Veths already reported as unusable, so each is logged once, not every pass. */
   readonly #reported = new Set<string>();
 
   constructor(deps: AdoptionDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     this.#tx = transactionRunner(deps.db);
   }
 
   async pass(): Promise<AdoptionResult> {
-    const { ip, attachments } = this.#d;
-    const startedAt = this.#d.now();
+    const { ip, attachments } = this.#deps;
+    const startedAt = this.#deps.now();
     const since = startedAt - RELEASE_MEMORY_MS;
     // Together: each is an `ip` run, and a taking-over ferryd's first pass is time its predecessor holds requests.
     const [links, routes] = await Promise.all([ip.listLinks(SELF), ip.listRoutes(SELF)]);
@@ -142,7 +142,7 @@ export class Adoption {
     const result = this.#tx(() => {
       const r: AdoptionResult = { adopted: 0, replaced: 0, devices: 0, released: 0 };
       // Generations never repeat, whatever the database forgot: the next one is above all the node shows.
-      if (maxGeneration > this.#d.adopted.sequence()) this.#d.adopted.raiseSequence(maxGeneration);
+      if (maxGeneration > this.#deps.adopted.sequence()) this.#deps.adopted.raiseSequence(maxGeneration);
       const claims = deviceClaims(candidates);
       for (const c of candidates) {
         const outcome = this.#adopt(c, since, claims, onNode);
@@ -156,9 +156,9 @@ export class Adoption {
     result.released = this.#releaseVanished(onNode.names);
     attachments.forgetReleasesBefore(since);
     if (result.adopted > 0) {
-      this.#d.onAdopted?.(result.adopted);
-      this.#d.log.warn(
-        { ...result, tookMs: this.#d.now() - startedAt },
+      this.#deps.onAdopted?.(result.adopted);
+      this.#deps.log.warn(
+        { ...result, tookMs: this.#deps.now() - startedAt },
         'endpoints adopted from the node: the database did not hold them',
       );
     }
@@ -174,8 +174,8 @@ export class Adoption {
       this.#reportOnce(veth, { marker }, 'host veth marker does not match its name: not adopted');
       return undefined;
     }
-    if (this.#d.attachments.releaseAskedSince(containerId, marker.ifName, sinceMs)) return undefined;
-    const held = this.#d.endpoints.getAttachment(containerId, marker.ifName);
+    if (this.#deps.attachments.releaseAskedSince(containerId, marker.ifName, sinceMs)) return undefined;
+    const held = this.#deps.attachmentStore.getAttachment(containerId, marker.ifName);
     if (held && held.id >= marker.generation) return undefined;
     // Only now, for the few veths the database lacks: every pass sees every pod's veth.
     const addresses = dsts.flatMap((dst) => this.#poolAddressOf(dst));
@@ -204,7 +204,7 @@ export class Adoption {
     }
     if (Number(prefix) !== bitsOf(family)) return [];
     const n = toBigInt(address);
-    for (const net of this.#d.ipam.networks()) {
+    for (const net of this.#deps.ipam.networks()) {
       for (const p of net.pools) {
         if (p.spec.family === family && contains(p.spec.subnet, n))
           return [{ spec: p.spec, poolId: p.poolId, address }];
@@ -218,9 +218,12 @@ export class Adoption {
     const read = async () => {
       for (let c = queue.shift(); c; c = queue.shift()) {
         try {
-          c.podLinks = (await this.#d.ip.linksIfPresent(netnsAt(c.netns))) ?? [];
+          c.podLinks = (await this.#deps.ip.linksIfPresent(netnsAt(c.netns))) ?? [];
         } catch (err) {
-          this.#d.log.warn({ err, netns: c.netns }, 'could not read the pod of an adopted endpoint: its devices wait');
+          this.#deps.log.warn(
+            { err, netns: c.netns },
+            'could not read the pod of an adopted endpoint: its devices wait',
+          );
         }
       }
     };
@@ -234,16 +237,16 @@ export class Adoption {
     claims: ReadonlyMap<string, number>,
     onNode: NodeLinks,
   ): { replaced: boolean; devices: number } | undefined {
-    const { endpoints, adopted, pools, attachments, ipam, log } = this.#d;
+    const { attachmentStore, adopted, pools, attachments, ipam, log } = this.#deps;
     // Read again: the first look was before the pod reads.
     if (attachments.releaseAskedSince(c.containerId, c.ifName, sinceMs)) return undefined;
-    const held = endpoints.getAttachment(c.containerId, c.ifName);
+    const held = attachmentStore.getAttachment(c.containerId, c.ifName);
     if (held && held.id >= c.generation) return undefined;
     // A restored database's older incarnation: the node's is the one that lives.
     if (held) attachments.release(held.container_id, held.network, held.if_name, held.id);
-    const now = this.#d.now();
+    const now = this.#deps.now();
     const row = adopted.insert(c, now);
-    const infraId = endpoints.insertInterface({
+    const infraId = attachmentStore.insertInterface({
       attachmentId: row.id,
       position: 0,
       containerId: c.containerId,
@@ -255,7 +258,7 @@ export class Adoption {
     });
     // What the pod side shows is only recorded for CHECK: nothing is decided by it.
     const peer = c.podLinks?.find((l) => l.ifname === c.ifName && l.linkinfo?.info_kind === 'veth');
-    if (peer?.address) endpoints.commitInterface(row.id, c.ifName, peer.address, peer.ifindex);
+    if (peer?.address) attachmentStore.commitInterface(row.id, c.ifName, peer.address, peer.ifindex);
     for (const a of c.addresses) {
       const hex = offsetHex(a.spec, toBigInt(a.address));
       const before = pools.rowAt(a.poolId, hex);
@@ -286,8 +289,8 @@ export class Adoption {
 
   /** The candidate's delegated devices, each held for it when ferryd would give it to that pod anyway. */
   #adoptDevices(c: Candidate, attachmentId: number, claims: ReadonlyMap<string, number>, onNode: NodeLinks): number {
-    const { endpoints, devices, log } = this.#d;
-    const names = new Set([c.ifName, ...endpoints.interfacesOfContainer(c.containerId).map((i) => i.if_name)]);
+    const { attachmentStore, devices, log } = this.#deps;
+    const names = new Set([c.ifName, ...attachmentStore.interfacesOfContainer(c.containerId).map((i) => i.if_name)]);
     let n = 0;
     for (const l of claimedLinks(c)) {
       const mac = macOf(l);
@@ -314,7 +317,7 @@ export class Adoption {
         continue;
       }
       names.add(l.ifname);
-      const interfaceId = endpoints.insertInterface({
+      const interfaceId = attachmentStore.insertInterface({
         attachmentId,
         position: n + 1,
         containerId: c.containerId,
@@ -325,7 +328,7 @@ export class Adoption {
         hostIfName,
         deviceMac: row.mac,
       });
-      if (l.address) endpoints.commitInterface(attachmentId, l.ifname, l.address, l.ifindex);
+      if (l.address) attachmentStore.commitInterface(attachmentId, l.ifname, l.address, l.ifindex);
       devices.assign(row.mac, interfaceId);
       n++;
     }
@@ -343,16 +346,16 @@ export class Adoption {
     if (row.host_if_name) return row.host_if_name;
     const named = parseMarker(l.ifalias)?.hostIfName;
     if (!named || onNode.names.has(named)) return undefined;
-    this.#d.devices.upsert(row.mac, row.grp, named);
+    this.#deps.devices.upsert(row.mac, row.grp, named);
     return named;
   }
 
   /** Adopted attachments whose host veth has gone (the pod with it): released now, as a DEL would. */
   #releaseVanished(present: ReadonlySet<string>): number {
-    const { adopted, endpoints, attachments, log } = this.#d;
+    const { adopted, attachmentStore, attachments, log } = this.#deps;
     let released = 0;
     for (const a of adopted.adopted()) {
-      const infra = endpoints.interfacesOf(a.id).find((i) => i.nic_type === 'InfraNIC');
+      const infra = attachmentStore.interfacesOf(a.id).find((i) => i.nic_type === 'InfraNIC');
       if (!infra?.host_veth_name || present.has(infra.host_veth_name)) continue;
       attachments.release(a.container_id, a.network, a.if_name, a.id);
       released++;
@@ -367,7 +370,7 @@ export class Adoption {
   #reportOnce(veth: string, fields: Record<string, unknown>, msg: string): void {
     if (this.#reported.has(veth)) return;
     this.#reported.add(veth);
-    this.#d.log.warn({ hostVethName: veth, ...fields }, msg);
+    this.#deps.log.warn({ hostVethName: veth, ...fields }, msg);
   }
 }
 

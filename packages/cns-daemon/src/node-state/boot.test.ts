@@ -2,11 +2,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { expect, type TestContext, test } from 'vitest';
-import { Attachments } from '../endpoints/attachments';
+import { Attachments } from '../attachments/attachments';
 import { Ipam } from '../ipam/ipam';
+import { AttachmentStore } from '../store/attachments';
 import { openDatabase } from '../store/db';
 import { DeviceStore } from '../store/devices';
-import { EndpointStore } from '../store/endpoints';
 import { NodeStateStore } from '../store/node-state';
 import { PoolStore } from '../store/pools';
 import { tempDir, testConfig } from '../testing/harness';
@@ -21,15 +21,15 @@ function useStore(t: TestContext) {
   const store = openDatabase(config.database);
   t.onTestFinished(() => store.close());
   const { db } = store;
-  const endpoints = new EndpointStore(db);
+  const attachmentStore = new AttachmentStore(db);
   const pools = new PoolStore(db);
   const ipam = new Ipam(pools, config);
-  const attachments = new Attachments({ db, endpoints, devices: new DeviceStore(db), ipam, now });
+  const attachments = new Attachments({ db, attachmentStore, devices: new DeviceStore(db), ipam, now });
   const check = () =>
     new BootCheck({
       bootIdPath,
       nodeState: new NodeStateStore(db),
-      endpoints,
+      attachmentStore,
       pools,
       attachments,
       log: pino({ level: 'silent' }),

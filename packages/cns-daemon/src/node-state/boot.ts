@@ -6,8 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type { Attachments } from '../endpoints/attachments';
-import type { EndpointStore } from '../store/endpoints';
+import type { Attachments } from '../attachments/attachments';
+import type { AttachmentStore } from '../store/attachments';
 import type { NodeStateStore } from '../store/node-state';
 import type { PoolStore } from '../store/pools';
 import { isLiveNetns } from './netns';
@@ -16,7 +16,7 @@ export interface BootCheckDeps {
   /** Where the boot id is read (tests point it at a file of their own). */
   bootIdPath: string;
   nodeState: NodeStateStore;
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   pools: PoolStore;
   attachments: Attachments;
   log: Logger;
@@ -25,11 +25,11 @@ export interface BootCheckDeps {
 }
 
 export class BootCheck {
-  readonly #d: BootCheckDeps;
+  readonly #deps: BootCheckDeps;
   #checked = false;
 
   constructor(deps: BootCheckDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /**
@@ -38,12 +38,12 @@ export class BootCheck {
    */
   releaseAfterReboot(): number {
     if (this.#checked) return 0;
-    const { nodeState, endpoints, pools, attachments, log } = this.#d;
+    const { nodeState, attachmentStore, pools, attachments, log } = this.#deps;
     const bootId = this.#readBootId();
     const previous = bootId === undefined ? undefined : nodeState.get('boot_id');
     let released = 0;
     if (bootId !== undefined && previous !== undefined && previous !== bootId) {
-      for (const a of endpoints.allAttachments()) {
+      for (const a of attachmentStore.allAttachments()) {
         if (isLiveNetns(a.netns)) continue;
         attachments.release(a.container_id, a.network, a.if_name, a.id);
         released++;
@@ -53,7 +53,7 @@ export class BootCheck {
         { bootId, previousBootId: previous, released, cooledDown: cooled },
         'new boot: endpoints whose netns is gone released and cooling addresses freed at once',
       );
-      if (released > 0) this.#d.onReleased?.(released);
+      if (released > 0) this.#deps.onReleased?.(released);
     }
     // Recorded last: a write that fails (a full disk) leaves the check to the next pass, which repeats
     // only what is left (a release is idempotent).
@@ -64,17 +64,17 @@ export class BootCheck {
 
   #readBootId(): string | undefined {
     try {
-      const id = readFileSync(this.#d.bootIdPath, 'utf8').trim();
+      const id = readFileSync(this.#deps.bootIdPath, 'utf8').trim();
       if (id) return id;
     } catch (err) {
-      this.#d.log.warn(
-        { err, path: this.#d.bootIdPath },
+      this.#deps.log.warn(
+        { err, path: this.#deps.bootIdPath },
         'cannot read the boot id: reboots are found by the netns check alone',
       );
       return undefined;
     }
-    this.#d.log.warn(
-      { path: this.#d.bootIdPath },
+    this.#deps.log.warn(
+      { path: this.#deps.bootIdPath },
       'the boot id file is empty: reboots are found by the netns check alone',
     );
     return undefined;

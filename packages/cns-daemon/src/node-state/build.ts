@@ -25,9 +25,9 @@ export interface NodeState {
   registerMetrics(registry: Registry): void;
 }
 
-export function buildNodeState(d: NodeStateDeps): NodeState {
-  const adopted = new AdoptedStore(d.db);
-  const nodeState = new NodeStateStore(d.db);
+export function buildNodeState(deps: NodeStateDeps): NodeState {
+  const adopted = new AdoptedStore(deps.db);
+  const nodeState = new NodeStateStore(deps.db);
   // Made now, counted from the first pass on; registerMetrics puts them in the app's registry.
   const adoptions = new Counter({
     name: 'ferry_adoptions_total',
@@ -39,12 +39,12 @@ export function buildNodeState(d: NodeStateDeps): NodeState {
     help: 'Endpoints released at start-up, without grace or cooldown, because the node had booted again',
     registers: [],
   });
-  const adoption = new Adoption({ ...d, adopted, onAdopted: (n) => adoptions.inc(n) });
-  const boot = new BootCheck({ ...d, nodeState, onReleased: (n) => rebootReleases.inc(n) });
+  const adoption = new Adoption({ ...deps, adopted, onAdopted: (n) => adoptions.inc(n) });
+  const boot = new BootCheck({ ...deps, nodeState, onReleased: (n) => rebootReleases.inc(n) });
   return {
     adoption,
     boot,
-    violations: () => databaseRecoveredViolations(d.database, nodeState),
+    violations: () => databaseRecoveredViolations(deps.database, nodeState),
     registerMetrics(registry) {
       const registers = [registry];
       new Gauge({
@@ -62,7 +62,7 @@ export function buildNodeState(d: NodeStateDeps): NodeState {
         help: 'Corrupt databases ferryd moved aside (and replaced with a fresh one rebuilt from the node), kept next to the database for the post-mortem',
         registers,
         collect() {
-          this.set(keptCopies(d.database).length);
+          this.set(keptCopies(deps.database).length);
         },
       });
     },

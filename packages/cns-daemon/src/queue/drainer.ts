@@ -13,22 +13,12 @@
  *   because ferryd's storage does wait for it instead (storage/health.ts drains again once it is back).
  */
 import { createHash } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  type FSWatcher,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  renameSync,
-  unlinkSync,
-  watch,
-} from 'node:fs';
+import { existsSync, type FSWatcher, mkdirSync, readdirSync, renameSync, unlinkSync, watch } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomically } from '@ferry/files';
-import { tryLock } from '@ferry/files/flock';
+import { type FileLock, lockFile } from '@ferry/files/lock';
 import { readSmallFile } from '@ferry/files/read-small';
+import { isTempFile, removeIfAbandoned } from '@ferry/files/sweep';
 import {
   FailedEntrySchema,
   QUEUE_ENTRY_MAX_BYTES,
@@ -38,15 +28,13 @@ import {
   type QueueStatus,
 } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { describeFirstIssue } from '@ferry/shared-types/parse';
+import { describeFirstIssue, parseJsonOrUndefined } from '@ferry/shared-types/parse';
 import type { Logger } from 'pino';
 import * as z from 'zod/mini';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import type { StorageHealth } from '../storage/health';
 
 const MAX_ATTEMPTS = 5;
-/** A shim's temp file this old was abandoned (the shim died between write and rename). */
-const ABANDONED_TMP_MS = 60_000;
 const FAILED = 'failed';
 const LOCK = 'lock';
 
@@ -69,9 +57,9 @@ export interface DrainResult {
 }
 
 export class Drainer {
-  readonly #d: DrainerDeps;
+  readonly #deps: DrainerDeps;
   readonly #attempts = new Map<string, { n: number; nextAt: number; lastError: string }>();
-  #lockFd: number | undefined;
+  #lock: FileLock | undefined;
   #watcher: FSWatcher | undefined;
   #draining: Promise<DrainResult> | undefined;
   #again = false;
@@ -80,7 +68,7 @@ export class Drainer {
   appliedTotal = 0;
 
   constructor(deps: DrainerDeps) {
-    this.#d = deps;
+    this.#deps = deps;
     mkdirSync(deps.dir, { recursive: true, mode: 0o700 });
   }
 
@@ -90,43 +78,27 @@ export class Drainer {
    * the next rescan.
    */
   async lockExclusive(timeoutMs: number): Promise<void> {
-    const fd = openSync(join(this.#d.dir, LOCK), 'a+', 0o600);
-    const until = Date.now() + timeoutMs;
-    try {
-      for (;;) {
-        if (tryLock(fd, 'exclusive')) {
-          this.#lockFd = fd;
-          return;
-        }
-        if (Date.now() >= until) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
-    closeSync(fd);
-    this.#d.log.warn(
-      { dir: this.#d.dir },
+    this.#lock = await lockFile(join(this.#deps.dir, LOCK), 'exclusive', timeoutMs);
+    if (this.#lock) return;
+    this.#deps.log.warn(
+      { dir: this.#deps.dir },
       'delete queue lock not acquired; draining anyway (a DEL queued now waits for the next rescan)',
     );
   }
 
   /** Lets shims queue again; called once ferryd serves. */
   unlock(): void {
-    if (this.#lockFd === undefined) return;
-    // Closing the only descriptor of the lock's open file releases it.
-    closeSync(this.#lockFd);
-    this.#lockFd = undefined;
+    this.#lock?.release();
+    this.#lock = undefined;
   }
 
   /** New entries are applied as they appear. */
   watch(): void {
-    this.#watcher = watch(this.#d.dir, () => {
+    this.#watcher = watch(this.#deps.dir, () => {
       this.drainSoon();
     });
     this.#watcher.on('error', (err) =>
-      this.#d.log.warn({ err }, 'delete queue watch failed; the periodic rescan still drains'),
+      this.#deps.log.warn({ err }, 'delete queue watch failed; the periodic rescan still drains'),
     );
   }
 
@@ -141,7 +113,7 @@ export class Drainer {
 
   drainSoon(): void {
     if (this.#stopped) return;
-    this.drain().catch((err: unknown) => this.#d.log.error({ err }, 'draining the delete queue failed'));
+    this.drain().catch((err: unknown) => this.#deps.log.error({ err }, 'draining the delete queue failed'));
   }
 
   /** One pass over the queue; a call during a pass schedules one more pass after it. */
@@ -163,15 +135,15 @@ export class Drainer {
   async #pass(): Promise<DrainResult> {
     const result: DrainResult = { applied: 0, stale: 0, setAside: 0 };
     // A queued DEL of an ADD committed through the journal must see that commit (and its time).
-    this.#d.attachments.settleJournal();
+    this.#deps.attachments.settleJournal();
     const started = performance.now();
-    const names = readdirSync(this.#d.dir);
+    const names = readdirSync(this.#deps.dir);
     for (const [k, name] of names.entries()) {
       // Keep the event loop responsive while a long queue drains (requests keep being served).
       if (k > 0 && k % 200 === 0) await new Promise((r) => setImmediate(r));
       if (name === LOCK || name === FAILED) continue;
-      if (name.startsWith('.tmp-')) {
-        this.#removeIfAbandoned(name);
+      if (isTempFile(name)) {
+        removeIfAbandoned(this.#deps.dir, name, this.#deps.now());
         continue;
       }
       if (!QUEUE_ENTRY_NAME_RE.test(name)) {
@@ -186,15 +158,15 @@ export class Drainer {
     }
     this.appliedTotal += result.applied + result.stale;
     if (result.applied + result.stale + result.setAside > 0) {
-      this.#d.log.info({ ...result, tookMs: Math.round(performance.now() - started) }, 'delete queue drained');
+      this.#deps.log.info({ ...result, tookMs: Math.round(performance.now() - started) }, 'delete queue drained');
     }
     return result;
   }
 
   #applyOne(name: string): 'applied' | 'stale' | 'set-aside' | 'waiting' | 'gone' {
-    const path = join(this.#d.dir, name);
+    const path = join(this.#deps.dir, name);
     const attempt = this.#attempts.get(name);
-    if (attempt && attempt.nextAt > this.#d.now()) return 'waiting';
+    if (attempt && attempt.nextAt > this.#deps.now()) return 'waiting';
     let entry: QueueEntry;
     try {
       entry = readEntry(path);
@@ -204,10 +176,10 @@ export class Drainer {
       return 'set-aside';
     }
     try {
-      const outcome = this.#d.attachments.releaseQueued(entry);
+      const outcome = this.#deps.attachments.releaseQueued(entry);
       unlinkSync(path);
       this.#attempts.delete(name);
-      this.#d.log.info(
+      this.#deps.log.info(
         {
           containerId: entry.containerId,
           ifName: entry.ifName,
@@ -223,9 +195,9 @@ export class Drainer {
     } catch (err) {
       // Not the entry's fault: it stays, uncounted and with no backoff (`ferryctl queue` shows why), and
       // the pass that follows a successful storage probe applies it.
-      const storageErr = this.#d.storage.errorOf(err, 'drain');
+      const storageErr = this.#deps.storage.errorOf(err, 'drain');
       if (storageErr) {
-        this.#attempts.set(name, { n: attempt?.n ?? 0, nextAt: this.#d.now(), lastError: storageErr.message });
+        this.#attempts.set(name, { n: attempt?.n ?? 0, nextAt: this.#deps.now(), lastError: storageErr.message });
         return 'waiting';
       }
       const n = (attempt?.n ?? 0) + 1;
@@ -235,53 +207,44 @@ export class Drainer {
         this.#setAside(name, `could not apply after ${n} attempts: ${lastError}`);
         return 'set-aside';
       }
-      this.#attempts.set(name, { n, nextAt: this.#d.now() + Math.min(60_000, 1000 * 2 ** (n - 1)), lastError });
-      this.#d.log.warn({ err, entry: name, attempt: n }, 'queued DEL failed; will retry');
+      this.#attempts.set(name, { n, nextAt: this.#deps.now() + Math.min(60_000, 1000 * 2 ** (n - 1)), lastError });
+      this.#deps.log.warn({ err, entry: name, attempt: n }, 'queued DEL failed; will retry');
       return 'waiting';
     }
   }
 
   /** Moves a file aside into failed/, under a hash of its name (the name itself may be hostile). */
   #setAside(name: string, reason: string): void {
-    const failed = join(this.#d.dir, FAILED);
+    const failed = join(this.#deps.dir, FAILED);
     const id = createHash('sha256').update(name).digest('hex');
     try {
       // Fails when something else took the name failed (a file): the entry then stays where it is.
       mkdirSync(failed, { recursive: true, mode: 0o700 });
-      renameSync(join(this.#d.dir, name), join(failed, id));
+      renameSync(join(this.#deps.dir, name), join(failed, id));
       // Atomic: a reason cut short by a crash or a full disk would hide the entry from `ferryctl queue`.
       writeFileAtomically(
         failed,
         `${id}.reason.json`,
-        JSON.stringify({ originalName: name, reason, movedAt: new Date(this.#d.now()).toISOString() }),
+        JSON.stringify({ originalName: name, reason, movedAt: new Date(this.#deps.now()).toISOString() }),
         { mode: 0o600 },
       );
     } catch (err) {
-      this.#d.log.error({ err, entry: name }, 'could not move a queue entry aside');
+      this.#deps.log.error({ err, entry: name }, 'could not move a queue entry aside');
       return;
     }
-    this.#d.log.warn({ entry: name, reason, failed: join(failed, id) }, 'delete queue entry set aside');
-  }
-
-  #removeIfAbandoned(name: string): void {
-    try {
-      if (this.#d.now() - lstatSync(join(this.#d.dir, name)).mtimeMs > ABANDONED_TMP_MS)
-        unlinkSync(join(this.#d.dir, name));
-    } catch {
-      // Renamed or removed meanwhile.
-    }
+    this.#deps.log.warn({ entry: name, reason, failed: join(failed, id) }, 'delete queue entry set aside');
   }
 
   status(): QueueStatus {
-    const now = this.#d.now();
+    const now = this.#deps.now();
     const pending: QueueStatus['pending'] = [];
     let oldest = now;
-    for (const name of readdirSync(this.#d.dir)) {
+    for (const name of readdirSync(this.#deps.dir)) {
       if (!QUEUE_ENTRY_NAME_RE.test(name)) continue;
       const a = this.#attempts.get(name);
       let entry: QueueEntry | undefined;
       try {
-        entry = readEntry(join(this.#d.dir, name));
+        entry = readEntry(join(this.#deps.dir, name));
       } catch {
         entry = undefined;
       }
@@ -296,7 +259,7 @@ export class Drainer {
       });
     }
     return {
-      dir: this.#d.dir,
+      dir: this.#deps.dir,
       pending,
       failed: this.#failed(),
       oldestAgeSec: pending.length ? (now - oldest) / 1000 : 0,
@@ -304,7 +267,7 @@ export class Drainer {
   }
 
   #failed(): QueueStatus['failed'] {
-    const failed = join(this.#d.dir, FAILED);
+    const failed = join(this.#deps.dir, FAILED);
     let names: string[];
     try {
       names = readdirSync(failed);
@@ -314,16 +277,16 @@ export class Drainer {
     return names
       .filter((n) => /^[0-9a-f]{64}\.reason\.json$/.test(n))
       .flatMap((n) => {
-        const r = ReasonSchema.safeParse(safeJson(readReason(join(failed, n))));
+        const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(join(failed, n))));
         return r.success ? [{ file: n.slice(0, 64), ...r.data }] : [];
       });
   }
 
   /** An operator puts a set-aside entry back (after fixing what made it fail); it is validated again. */
   retryFailed(file: string): void {
-    const failed = join(this.#d.dir, FAILED);
+    const failed = join(this.#deps.dir, FAILED);
     const reasonPath = join(failed, `${file}.reason.json`);
-    const r = ReasonSchema.safeParse(safeJson(readReason(reasonPath)));
+    const r = ReasonSchema.safeParse(parseJsonOrUndefined(readReason(reasonPath)));
     if (!r.success) throw new CniError(Code.NotFound, `delete queue: no failed entry ${file}`);
     const reason = r.data;
     if (!QUEUE_ENTRY_NAME_RE.test(reason.originalName)) {
@@ -332,7 +295,7 @@ export class Drainer {
         `delete queue: ${file} was not written by ferry-cni ("${reason.originalName}"); it cannot be retried`,
       );
     }
-    const target = join(this.#d.dir, reason.originalName);
+    const target = join(this.#deps.dir, reason.originalName);
     if (existsSync(target)) {
       throw new CniError(
         Code.AttachmentConflict,
@@ -348,7 +311,7 @@ export class Drainer {
       throw err;
     }
     unlinkSync(reasonPath);
-    this.#d.log.info({ entry: reason.originalName }, 'failed delete queue entry put back');
+    this.#deps.log.info({ entry: reason.originalName }, 'failed delete queue entry put back');
     this.drainSoon();
   }
 }
@@ -376,13 +339,4 @@ function readEntry(path: string): QueueEntry {
     throw new Error(`invalid entry: ${describeFirstIssue(r.error)}`);
   }
   return r.data;
-}
-
-function safeJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

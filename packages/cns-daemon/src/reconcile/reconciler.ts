@@ -8,8 +8,8 @@
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
+import type { Attachments } from '../attachments/attachments';
 import type { Inventory } from '../devices/inventory';
-import type { Attachments } from '../endpoints/attachments';
 import type { Ipam } from '../ipam/ipam';
 import type { Adoption } from '../node-state/adoption';
 import type { BootCheck } from '../node-state/boot';
@@ -32,13 +32,13 @@ export interface ReconcilerDeps {
 }
 
 export class Reconciler {
-  readonly #d: ReconcilerDeps;
+  readonly #deps: ReconcilerDeps;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<ReconcileResult> | undefined;
   #stopped = false;
 
   constructor(deps: ReconcilerDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /** One pass; a call while a pass runs joins that pass. */
@@ -57,12 +57,12 @@ export class Reconciler {
     if (this.#stopped) return;
     this.runOnce().catch((err: unknown) => {
       // A storage failure is counted and logged there, and makes ferryd not ready until the disk is back.
-      if (!this.#d.storage.errorOf(err, 'reconcile')) this.#d.log.error({ err }, 'reconcile pass failed');
+      if (!this.#deps.storage.errorOf(err, 'reconcile')) this.#deps.log.error({ err }, 'reconcile pass failed');
     });
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.runSoon(), this.#d.intervalMs);
+    this.#timer = setInterval(() => this.runSoon(), this.#deps.intervalMs);
     this.#timer.unref();
   }
 
@@ -80,15 +80,15 @@ export class Reconciler {
    */
   async #pass(): Promise<ReconcileResult> {
     // Committed ADDs are committed before anything below looks at attachments (at start-up too).
-    this.#d.attachments.settleJournal();
-    const releasedAfterReboot = this.#d.boot.releaseAfterReboot();
-    const queue = await this.#d.drainer.drain();
-    const now = this.#d.now();
-    const cooledDown = this.#d.ipam.sweep(now);
-    if (cooledDown > 0) this.#d.log.info({ cooledDown }, 'addresses back to Available after cooldown');
-    const staleReleased = this.#d.stale.sweep(now);
-    const devices = await this.#d.inventory.scan();
-    const adoption = await this.#d.adoption.pass();
+    this.#deps.attachments.settleJournal();
+    const releasedAfterReboot = this.#deps.boot.releaseAfterReboot();
+    const queue = await this.#deps.drainer.drain();
+    const now = this.#deps.now();
+    const cooledDown = this.#deps.ipam.sweep(now);
+    if (cooledDown > 0) this.#deps.log.info({ cooledDown }, 'addresses back to Available after cooldown');
+    const staleReleased = this.#deps.stale.sweep(now);
+    const devices = await this.#deps.inventory.scan();
+    const adoption = await this.#deps.adoption.pass();
     return {
       cooledDown,
       staleReleased,

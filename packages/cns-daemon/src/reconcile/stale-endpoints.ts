@@ -7,31 +7,31 @@
  * when its host veth goes.
  */
 import type { Logger } from 'pino';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import { isLiveNetns } from '../node-state/netns';
-import type { EndpointStore } from '../store/endpoints';
+import type { AttachmentStore } from '../store/attachments';
 
 export interface StaleEndpointsDeps {
-  endpoints: EndpointStore;
+  attachmentStore: AttachmentStore;
   attachments: Attachments;
   log: Logger;
   graceMs: number;
 }
 
 export class StaleEndpoints {
-  readonly #d: StaleEndpointsDeps;
+  readonly #deps: StaleEndpointsDeps;
   /** attachment id → when its netns was first seen missing. */
   readonly #missingSince = new Map<number, number>();
 
   constructor(deps: StaleEndpointsDeps) {
-    this.#d = deps;
+    this.#deps = deps;
   }
 
   /** Releases endpoints whose netns has been gone for the grace period; returns how many. */
   sweep(nowMs: number): number {
     const seen = new Set<number>();
     let released = 0;
-    for (const a of this.#d.endpoints.allAttachments()) {
+    for (const a of this.#deps.attachmentStore.allAttachments()) {
       seen.add(a.id);
       if (a.netns === '' || isLiveNetns(a.netns)) {
         this.#missingSince.delete(a.id);
@@ -39,11 +39,11 @@ export class StaleEndpoints {
       }
       const since = this.#missingSince.get(a.id) ?? nowMs;
       this.#missingSince.set(a.id, since);
-      if (nowMs - since < this.#d.graceMs) continue;
-      const r = this.#d.attachments.release(a.container_id, a.network, a.if_name);
+      if (nowMs - since < this.#deps.graceMs) continue;
+      const r = this.#deps.attachments.release(a.container_id, a.network, a.if_name);
       this.#missingSince.delete(a.id);
       released++;
-      this.#d.log.warn(
+      this.#deps.log.warn(
         { containerId: a.container_id, ifName: a.if_name, netns: a.netns, interfaces: r.released.length },
         'endpoint released: its netns has been gone longer than the grace period',
       );

@@ -1,21 +1,28 @@
-import { AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
+import { type AllocateRequest, AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
+import type { PodServices } from '../pods/build';
+import { podNicsOf } from '../pods/pod-intent';
 import type { StorageHealth } from '../storage/health';
 import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
-/** POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. */
+/**
+ * POST /v1/allocations: the first step of ADD. Refused (code 11) unless ferryd is ready. With pods
+ * watched, the pod's `ferry.dev/nics` decides its delegated NICs (attachments/nic-choice.ts).
+ */
 export const allocationRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
   writes: GroupCommit;
   lifecycle: Lifecycle;
   metrics: Metrics;
   storage: Pick<StorageHealth, 'errorOf'>;
-}> = async (app, { attachments, writes, lifecycle, metrics, storage }) => {
+  /** This node's pods, when ferryd watches them: the intent of the pod an ADD is for. */
+  pods?: PodServices;
+}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods }) => {
   /**
    * The journal's files that were there when an answer went out (other pods' entries, on a busy node),
    * promoted once it is on its way; one settle per turn of the event loop however many allocations it
@@ -39,6 +46,26 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       }
     });
   };
+  /**
+   * The pod's annotation first (from the pod cache; a pod the watch has not delivered is asked for, for
+   * at most lookupTimeoutMs, then code 11), then the allocation, which refuses what the pod may not have
+   * before anything is stored, and so before the shim builds anything.
+   */
+  const allocate = async (body: AllocateRequest) => {
+    try {
+      const nics = await podNicsOf(pods, body.pod);
+      // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
+      // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
+      // busy node) wait until the answer has been written.
+      attachments.settleJournal({ attachment: body });
+      const allocated = await writes.run(() => attachments.allocate(body, nics));
+      if (nics && body.pod?.namespace && body.pod.name) pods?.refusals.clear(body.pod.namespace, body.pod.name);
+      return allocated;
+    } catch (err) {
+      pods?.refusals.note(body.pod, err);
+      throw err;
+    }
+  };
   app.post(
     '/v1/allocations',
     {
@@ -53,11 +80,7 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       if (!lifecycle.isReady) {
         throw new CniError(Code.TryAgainLater, `ferryd is ${lifecycle.phase}: try again later`);
       }
-      // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
-      // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
-      // busy node) wait until the answer has been written.
-      attachments.settleJournal({ attachment: req.body });
-      const { plan, created } = await writes.run(() => attachments.allocate(req.body));
+      const { plan, created } = await allocate(req.body);
       if (created) metrics.allocations.inc({ network: plan.network });
       req.log.info(
         {

@@ -6,15 +6,16 @@ import {
   ReleaseResultSchema,
 } from '@ferry/shared-types/api/endpoints';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import type { Metrics } from '../metrics';
 import type { GroupCommit } from '../store/group-commit';
 import { errors } from './errors';
 
 /**
- * Endpoint state for the shim: commit (PUT), read (GET), release (DELETE, idempotent). Each settles the
- * commit journal first: an ADD committed through it is committed before it is read or released (and a
- * release leaves no entry behind to be promoted later).
+ * Endpoint state for the shim: commit (PUT, for an ADD whose commit-journal entry could not be written),
+ * read (GET), release (DELETE, idempotent). Each settles the commit journal first: an ADD committed
+ * through it is committed before it is read or released (and a release leaves no entry behind to be
+ * promoted later).
  */
 export const endpointRoutes: FastifyPluginAsyncZod<{
   attachments: Attachments;
@@ -26,7 +27,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
     {
       config: { operation: 'commit' },
       schema: {
-        summary: 'Commit what the shim built for an attachment',
+        summary: 'Commit what the shim built for an attachment, where its commit-journal entry cannot be written',
         params: ContainerIdParamsSchema,
         body: CommitRequestSchema,
         response: { 200: EndpointSchema, ...errors },
@@ -61,7 +62,7 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       config: { operation: 'release' },
       schema: {
         summary:
-          'Release one attachment: addresses and state in one transaction (unknown = success); with hostVethDeleted, only if that InfraNIC is all it has (else toTearDown lists its interfaces)',
+          'Release one attachment: addresses and state in one transaction (unknown = success); with hostVethDeleted=true, only if its InfraNIC is all it has (else toTearDown lists its interfaces)',
         params: ContainerIdParamsSchema,
         querystring: ReleaseQuerySchema,
         response: { 200: ReleaseResultSchema, ...errors },
@@ -72,9 +73,9 @@ export const endpointRoutes: FastifyPluginAsyncZod<{
       const { network, ifName, generation, hostVethDeleted } = req.query;
       attachments.settleJournal();
       const result = await writes.run(() =>
-        hostVethDeleted === undefined
-          ? attachments.release(containerId, network, ifName, generation)
-          : attachments.releaseIfOnly(containerId, network, ifName, hostVethDeleted, generation),
+        hostVethDeleted
+          ? attachments.releaseIfOnly(containerId, network, ifName, generation)
+          : attachments.release(containerId, network, ifName, generation),
       );
       if (result.released.length > 0) metrics.releases.inc({ network });
       const kept = result.toTearDown;

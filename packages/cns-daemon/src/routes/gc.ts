@@ -1,6 +1,6 @@
 import { GcRequestSchema, GcResultSchema } from '@ferry/shared-types/api/gc';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { Attachments } from '../endpoints/attachments';
+import type { Attachments } from '../attachments/attachments';
 import { errors } from './errors';
 
 /** POST /v1/gc: CNI GC for one network. Per-attachment errors are returned, not thrown. */

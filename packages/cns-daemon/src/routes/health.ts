@@ -7,7 +7,7 @@ import type { StorageHealth } from '../storage/health';
 
 /**
  * /healthz (alive and the database answers: reads, so a full disk leaves ferryd alive), /readyz,
- * /metrics, /openapi.json. No auth anywhere.
+ * /metrics. No auth anywhere: every surface serves them, the scrape listener nothing else.
  */
 export const healthRoutes: FastifyPluginAsyncZod<{
   lifecycle: Lifecycle;
@@ -47,6 +47,4 @@ export const healthRoutes: FastifyPluginAsyncZod<{
     const text = await metrics.registry.metrics();
     return reply.type(metrics.registry.contentType).send(text);
   });
-
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 };

@@ -18,7 +18,6 @@ function useHealth(t: Parameters<typeof tempDir>[0], over: Partial<StorageHealth
     now: () => 1_000_000,
     probeWrite: () => undefined,
     count: (operation, cause) => counted.push(`${operation}/${cause}`),
-    onRecovered: () => recovered++,
     // Probes run when the test says so.
     probeIntervalMs: 3_600_000,
     minFreeBytes: 1,
@@ -27,6 +26,7 @@ function useHealth(t: Parameters<typeof tempDir>[0], over: Partial<StorageHealth
   Object.defineProperties(deps, Object.getOwnPropertyDescriptors(over));
   const health = new StorageHealth(deps);
   t.onTestFinished(() => health.stop());
+  health.onRecovered(() => recovered++);
   return { health, dir, counted, recovered: () => recovered };
 }
 

@@ -40,21 +40,25 @@ export interface StorageHealthDeps {
   probeWrite(): void;
   /** Counts one failure (ferry_storage_errors_total). */
   count(operation: string, cause: StorageCause): void;
-  /** Called once storage works again (queued DELs that waited are applied now). */
-  onRecovered(): void;
   /** Tests: how often to probe (default 1 s) and how much room counts as enough (default 1 MiB). */
   probeIntervalMs?: number;
   minFreeBytes?: number;
 }
 
 export class StorageHealth {
-  readonly #d: StorageHealthDeps;
+  readonly #deps: StorageHealthDeps;
   #failing: StorageFailing | undefined;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #recovered: () => void = () => undefined;
 
   constructor(deps: StorageHealthDeps) {
-    this.#d = deps;
+    this.#deps = deps;
+  }
+
+  /** `listener` is called each time storage works again (queued DELs that waited are applied then). */
+  onRecovered(listener: () => void): void {
+    this.#recovered = listener;
   }
 
   /** Set while storage is failing: what failed, where, since when. */
@@ -69,23 +73,23 @@ export class StorageHealth {
   errorOf(err: unknown, operation: string): CniError | undefined {
     const fault = storageFaultOf(err);
     if (!fault) return undefined;
-    const path = fault.path ?? this.#d.database;
+    const path = fault.path ?? this.#deps.database;
     const message = `${operation}: ferryd cannot write ${fault.path ? path : `its database ${path}`}: ${describeFault(fault)}`;
-    this.#d.count(operation, fault.cause);
+    this.#deps.count(operation, fault.cause);
     const before = this.#failing;
     this.#failing = {
       operation,
       path,
       cause: fault.cause,
       code: fault.code,
-      sinceMs: before?.sinceMs ?? this.#d.now(),
+      sinceMs: before?.sinceMs ?? this.#deps.now(),
       message,
     };
     // One line at error when it starts or changes; repeats (every request while the disk is full) at debug.
-    if (!before) this.#d.log.error({ err, operation, path }, `storage failing, not ready: ${message}`);
+    if (!before) this.#deps.log.error({ err, operation, path }, `storage failing, not ready: ${message}`);
     else if (before.path !== path || before.code !== fault.code)
-      this.#d.log.error({ err, operation, path }, `storage failing: ${message}`);
-    else this.#d.log.debug({ operation, path, code: fault.code }, 'storage still failing');
+      this.#deps.log.error({ err, operation, path }, `storage failing: ${message}`);
+    else this.#deps.log.debug({ operation, path, code: fault.code }, 'storage still failing');
     this.#scheduleProbe();
     return new CniError(Code.StorageFailure, message, RETRY_DETAILS, { cause: err });
   }
@@ -94,25 +98,25 @@ export class StorageHealth {
   probe(): boolean {
     const f = this.#failing;
     if (!f) return true;
-    const minFree = this.#d.minFreeBytes ?? MIN_FREE_BYTES;
+    const minFree = this.#deps.minFreeBytes ?? MIN_FREE_BYTES;
     try {
-      for (const dir of new Set([dirname(f.path), dirname(this.#d.database)])) {
+      for (const dir of new Set([dirname(f.path), dirname(this.#deps.database)])) {
         const fs = statfsSync(dir);
         if (fs.bavail * fs.bsize < minFree) return false;
         accessSync(dir, constants.W_OK);
       }
-      this.#d.probeWrite();
+      this.#deps.probeWrite();
     } catch (err) {
-      this.#d.log.debug({ err }, 'storage probe failed');
+      this.#deps.log.debug({ err }, 'storage probe failed');
       return false;
     }
     this.#failing = undefined;
     this.#stopProbe();
-    this.#d.log.info(
-      { path: f.path, failedForMs: this.#d.now() - f.sinceMs },
+    this.#deps.log.info(
+      { path: f.path, failedForMs: this.#deps.now() - f.sinceMs },
       `storage writable again: ready (it was failing with ${f.code})`,
     );
-    this.#d.onRecovered();
+    this.#recovered();
     return true;
   }
 
@@ -124,7 +128,7 @@ export class StorageHealth {
 
   #scheduleProbe(): void {
     if (this.#timer || this.#stopped) return;
-    this.#timer = setInterval(() => this.probe(), this.#d.probeIntervalMs ?? PROBE_INTERVAL_MS);
+    this.#timer = setInterval(() => this.probe(), this.#deps.probeIntervalMs ?? PROBE_INTERVAL_MS);
     this.#timer.unref();
   }
 

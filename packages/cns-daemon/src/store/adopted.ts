@@ -1,13 +1,11 @@
 /**
- * What adoption (node-state/adoption.ts) writes beyond EndpointStore: an attachment rebuilt from the
+ * What adoption (node-state/adoption.ts) writes beyond AttachmentStore: an attachment rebuilt from the
  * node under the generation its marker names, and the generation sequence kept above every generation
  * the node shows. Statements are prepared once; callers own transactions.
  */
-import * as z from 'zod';
 import type { Db } from './db';
-import { type AttachmentRow, AttachmentRowSchema, parseRow } from './rows';
-
-const SeqSchema = z.nullable(z.int());
+import { isAttachmentRow, isCount } from './row-checks';
+import { type AttachmentRow, AttachmentRowSchema, CountSchema, parseRow, SequenceSchema } from './rows';
 
 export interface NewAdoptedAttachment {
   /** The marker's generation: the attachment's id, unless another attachment already has that id. */
@@ -41,7 +39,7 @@ export class AdoptedStore {
        WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'attachments')`,
     );
     this.#adopted = db.prepare('SELECT * FROM attachments WHERE adopted_at_ms IS NOT NULL ORDER BY id');
-    this.#countAdopted = db.prepare('SELECT count(*) FROM attachments WHERE adopted_at_ms IS NOT NULL').pluck();
+    this.#countAdopted = db.prepare('SELECT count(*) AS n FROM attachments WHERE adopted_at_ms IS NOT NULL');
   }
 
   /** Inserts a committed, adopted attachment; returns the row as written. */
@@ -74,7 +72,7 @@ export class AdoptedStore {
 
   /** The largest generation this database has handed out (0 before the first). */
   sequence(): number {
-    return parseRow(SeqSchema, this.#sequence.get() ?? null, 'sqlite_sequence') ?? 0;
+    return parseRow(SequenceSchema, this.#sequence.get() ?? null, 'sqlite_sequence') ?? 0;
   }
 
   /** Makes every generation handed out from now on larger than `generation`. */
@@ -84,10 +82,10 @@ export class AdoptedStore {
   }
 
   countAdopted(): number {
-    return parseRow(z.int(), this.#countAdopted.get(), 'attachments');
+    return parseRow(CountSchema, this.#countAdopted.get(), 'attachments', isCount).n;
   }
 
   adopted(): AttachmentRow[] {
-    return this.#adopted.all().map((r) => parseRow(AttachmentRowSchema, r, 'attachments'));
+    return this.#adopted.all().map((r) => parseRow(AttachmentRowSchema, r, 'attachments', isAttachmentRow));
   }
 }

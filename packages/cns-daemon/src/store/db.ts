@@ -6,9 +6,9 @@
  * the lock, store/recovery.ts, and a fresh one made, which ferryd rebuilds from the node), or anything
  * else: the disk, a permission (refused, with the reason; storage/health.ts deals with a full disk).
  */
-import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { ftruncateSync, mkdirSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { tryLock } from '@ferry/files/flock';
+import { type FileLock, tryLockFile } from '@ferry/files/lock';
 import Database from 'better-sqlite3';
 import { StartupError } from '../errors';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations/index';
@@ -147,37 +147,23 @@ function isCorruption(err: unknown): boolean {
  */
 function lockDatabase(path: string, socket: string | undefined): () => void {
   const lockPath = `${path}.lock`;
-  let fd: number;
+  let lock: FileLock | undefined;
   try {
-    fd = openSync(lockPath, 'a+', 0o600);
+    lock = tryLockFile(lockPath, 'exclusive');
   } catch (err) {
     // EROFS, EACCES, ENOSPC...: said as it is, never taken for corruption.
-    throw new DatabaseError('other', `open lock ${lockPath}: ${(err as Error).message}`, { cause: err });
-  }
-  let taken: boolean;
-  try {
-    taken = tryLock(fd, 'exclusive');
-  } catch (err) {
-    closeSync(fd);
     throw new DatabaseError('other', `lock ${lockPath}: ${(err as Error).message}`, { cause: err });
   }
-  if (!taken) {
-    closeSync(fd);
+  if (!lock) {
     throw new DatabaseError('in-use', `database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
   }
   try {
-    ftruncateSync(fd, 0);
-    writeSync(fd, `${process.pid}\n${socket ?? ''}\n`);
+    ftruncateSync(lock.fd, 0);
+    writeSync(lock.fd, `${process.pid}\n${socket ?? ''}\n`);
   } catch {
     // For operators (`cat ferry.db.lock`) and a successor's better message; a full disk must not stop ferryd.
   }
-  let held = true;
-  // Idempotent: closing the fd number twice could close a file opened since under the same number.
-  return () => {
-    if (!held) return;
-    held = false;
-    closeSync(fd);
-  };
+  return lock.release;
 }
 
 function configure(db: Db, path: string): void {

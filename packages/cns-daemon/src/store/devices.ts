@@ -1,17 +1,9 @@
 /** The devices table (delegated NIC inventory). Statements are prepared once; callers own transactions. */
-import * as z from 'zod';
 import type { Db } from './db';
-import { type DeviceRow, DeviceRowSchema, parseRow } from './rows';
+import { isAssignmentRow, isDeviceRow } from './row-checks';
+import { AssignmentRowSchema, type DeviceRow, DeviceRowSchema, type DeviceWithAssignment, parseRow } from './rows';
 
-const AssignmentRowSchema = DeviceRowSchema.extend({
-  container_id: z.nullable(z.string()),
-  if_name: z.nullable(z.string()),
-  attachment_state: z.nullable(z.string()),
-  attachment_updated_at_ms: z.nullable(z.number()),
-  pod_namespace: z.nullable(z.string()),
-  pod_name: z.nullable(z.string()),
-});
-export type DeviceWithAssignment = z.infer<typeof AssignmentRowSchema>;
+export type { DeviceWithAssignment } from './rows';
 
 export interface Reservation {
   namespace: string;
@@ -23,6 +15,7 @@ export interface Reservation {
 export class DeviceStore {
   readonly #upsert;
   readonly #get;
+  readonly #byHostIfName;
   readonly #all;
   readonly #remove;
   readonly #setPresence;
@@ -39,6 +32,7 @@ export class DeviceStore {
        ON CONFLICT (mac) DO UPDATE SET grp = excluded.grp, host_if_name = coalesce(devices.host_if_name, excluded.host_if_name)`,
     );
     this.#get = db.prepare('SELECT * FROM devices WHERE mac = ?');
+    this.#byHostIfName = db.prepare('SELECT * FROM devices WHERE host_if_name = ? ORDER BY mac LIMIT 1');
     this.#all = db.prepare(
       `SELECT d.*, i.container_id AS container_id, i.if_name AS if_name, a.state AS attachment_state,
          a.updated_at_ms AS attachment_updated_at_ms, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
@@ -74,11 +68,17 @@ export class DeviceStore {
 
   get(mac: string): DeviceRow | undefined {
     const row = this.#get.get(mac);
-    return row === undefined ? undefined : parseRow(DeviceRowSchema, row, 'devices');
+    return row === undefined ? undefined : parseRow(DeviceRowSchema, row, 'devices', isDeviceRow);
+  }
+
+  /** The device whose recorded host name is `name` (how a netdev sysfs names is found in the inventory). */
+  byHostIfName(name: string): DeviceRow | undefined {
+    const row = this.#byHostIfName.get(name);
+    return row === undefined ? undefined : parseRow(DeviceRowSchema, row, 'devices', isDeviceRow);
   }
 
   all(): DeviceWithAssignment[] {
-    return this.#all.all().map((r) => parseRow(AssignmentRowSchema, r, 'devices'));
+    return this.#all.all().map((r) => parseRow(AssignmentRowSchema, r, 'devices', isAssignmentRow));
   }
 
   /** Drops a device no longer in the config, unless a pod still holds it. */
@@ -101,11 +101,11 @@ export class DeviceStore {
   }
 
   freeOfGroup(group: string, limit: number): DeviceRow[] {
-    return this.#freeOfGroup.all(group, limit).map((r) => parseRow(DeviceRowSchema, r, 'devices'));
+    return this.#freeOfGroup.all(group, limit).map((r) => parseRow(DeviceRowSchema, r, 'devices', isDeviceRow));
   }
 
   reservedFor(namespace: string, pod: string): DeviceRow[] {
-    return this.#reservedFor.all(namespace, pod).map((r) => parseRow(DeviceRowSchema, r, 'devices'));
+    return this.#reservedFor.all(namespace, pod).map((r) => parseRow(DeviceRowSchema, r, 'devices', isDeviceRow));
   }
 
   reserve(mac: string, r: Reservation): boolean {

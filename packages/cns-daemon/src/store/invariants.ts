@@ -5,7 +5,7 @@
  * `ferryctl doctor` both call it (through GET /v1/operator/invariants).
  */
 import type { Violation } from '@ferry/shared-types/api/operator';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { contains, parseCidr, toBigInt } from '../ipam/cidr';
 import type { Ipam } from '../ipam/ipam';
 import type { Db } from './db';

@@ -1,12 +1,9 @@
 /** The node_state table: small facts about the node and this database, by key. Callers own transactions. */
-import * as z from 'zod';
 import type { Db } from './db';
-import { parseRow } from './rows';
+import { NodeStateValueSchema, parseRow } from './rows';
 
 /** The keys ferryd keeps; anything else in the table is left alone. */
 export type NodeStateKey = 'boot_id' | 'database_recovered';
-
-const ValueSchema = z.nullable(z.string());
 
 export class NodeStateStore {
   readonly #get;
@@ -20,7 +17,7 @@ export class NodeStateStore {
   }
 
   get(key: NodeStateKey): string | undefined {
-    return parseRow(ValueSchema, this.#get.get(key) ?? null, 'node_state') ?? undefined;
+    return parseRow(NodeStateValueSchema, this.#get.get(key) ?? null, 'node_state') ?? undefined;
   }
 
   set(key: NodeStateKey, value: string): void {

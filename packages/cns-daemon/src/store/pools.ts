@@ -1,20 +1,29 @@
 /** The pools and addresses tables. Statements are prepared once; callers own transactions. */
-import { FamilySchema } from '@ferry/shared-types/api/common';
-import * as z from 'zod';
 import type { Db } from './db';
-import { type AddressRow, AddressRowSchema, type PoolRow, PoolRowSchema, parseRow } from './rows';
+import {
+  isAddressListRow,
+  isAddressRow,
+  isCount,
+  isCursor,
+  isFamilyAddressRow,
+  isPoolRow,
+  isStateCount,
+} from './row-checks';
+import {
+  type AddressListRow,
+  AddressListRowSchema,
+  type AddressRow,
+  AddressRowSchema,
+  CountSchema,
+  CursorSchema,
+  FamilyAddressRowSchema,
+  type PoolRow,
+  PoolRowSchema,
+  parseRow,
+  StateCountSchema,
+} from './rows';
 
-const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
-const CountSchema = z.object({ n: z.number() });
-const CursorSchema = z.nullable(z.string());
-export const FamilyAddressRowSchema = AddressRowSchema.extend({ family: FamilySchema });
-const AddressListRowSchema = AddressRowSchema.extend({
-  network: z.string(),
-  family: FamilySchema,
-  container_id: z.nullable(z.string()),
-  if_name: z.nullable(z.string()),
-});
-export type AddressListRow = z.infer<typeof AddressListRowSchema>;
+export type { AddressListRow } from './rows';
 
 export class PoolStore {
   readonly #getPool;
@@ -90,7 +99,7 @@ export class PoolStore {
   /** The row of one address (Assigned, or PendingRelease not yet swept); undefined when it is Available. */
   rowAt(poolId: number, offsetHex: string): AddressRow | undefined {
     const row = this.#rowAt.get(poolId, offsetHex);
-    return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses');
+    return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses', isAddressRow);
   }
 
   /**
@@ -108,16 +117,16 @@ export class PoolStore {
 
   getPool(network: string, family: 4 | 6): PoolRow | undefined {
     const row = this.#getPool.get(network, family);
-    return row === undefined ? undefined : parseRow(PoolRowSchema, row, 'pools');
+    return row === undefined ? undefined : parseRow(PoolRowSchema, row, 'pools', isPoolRow);
   }
 
   allPools(): PoolRow[] {
-    return this.#allPools.all().map((r) => parseRow(PoolRowSchema, r, 'pools'));
+    return this.#allPools.all().map((r) => parseRow(PoolRowSchema, r, 'pools', isPoolRow));
   }
 
   /** Rows of the pool in any state (assigned or cooling down). */
   countRows(poolId: number): number {
-    return parseRow(CountSchema, this.#countAddressesOfPool.get(poolId), 'addresses').n;
+    return parseRow(CountSchema, this.#countAddressesOfPool.get(poolId), 'addresses', isCount).n;
   }
 
   /**
@@ -143,7 +152,7 @@ export class PoolStore {
 
   /** The offset handed out last (null before the first allocation). */
   cursorOf(poolId: number): string | null {
-    return parseRow(CursorSchema, this.#cursorOf.get(poolId) ?? null, 'pools');
+    return parseRow(CursorSchema, this.#cursorOf.get(poolId) ?? null, 'pools', isCursor);
   }
 
   /** Whether the offset has a row (Assigned, or PendingRelease not yet swept). */
@@ -160,7 +169,7 @@ export class PoolStore {
   addressesOf(interfaceId: number): (AddressRow & { family: 4 | 6 })[] {
     return this.#addressesOfInterface
       .all(interfaceId)
-      .map((r) => parseRow(FamilyAddressRowSchema, r, 'addresses'))
+      .map((r) => parseRow(FamilyAddressRowSchema, r, 'addresses', isFamilyAddressRow))
       .sort((a, b) => a.family - b.family);
   }
 
@@ -176,7 +185,7 @@ export class PoolStore {
 
   /** Addresses of the pool between two offsets (inclusive) that cannot be handed out at `nowMs`. */
   countHeld(poolId: number, fromHex: string, toHex: string, nowMs: number): number {
-    return parseRow(CountSchema, this.#countHeld.get(poolId, fromHex, toHex, nowMs), 'addresses').n;
+    return parseRow(CountSchema, this.#countHeld.get(poolId, fromHex, toHex, nowMs), 'addresses', isCount).n;
   }
 
   /** Drops the pool's PendingRelease rows whose cooldown has ended: those addresses are Available. */
@@ -187,7 +196,7 @@ export class PoolStore {
   /** Addresses per pool and state; PendingRelease rows whose cooldown has ended count as Available. */
   countByState(nowMs: number): { poolId: number; state: string; n: number }[] {
     return this.#countByState.all(nowMs).map((r) => {
-      const row = parseRow(StateCountSchema, r, 'addresses');
+      const row = parseRow(StateCountSchema, r, 'addresses', isStateCount);
       return { poolId: row.pool_id, state: row.state, n: row.n };
     });
   }
@@ -196,6 +205,6 @@ export class PoolStore {
   list(filter: { network?: string; state?: 'Assigned' | 'PendingRelease' }, nowMs: number): AddressListRow[] {
     return this.#list
       .all({ network: filter.network ?? null, state: filter.state ?? null, nowMs })
-      .map((r) => parseRow(AddressListRowSchema, r, 'addresses'));
+      .map((r) => parseRow(AddressListRowSchema, r, 'addresses', isAddressListRow));
   }
 }

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { TestContext } from 'vitest';
-import { buildApp, type FerrydApp } from '../app';
+import { type AppOptions, buildApp, type FerrydApp } from '../app';
 import { type FerrydConfig, validateConfig } from '../config';
-import { buildServices, type Services } from '../services';
+import { buildServices, type ServiceOptions, type Services } from '../services';
 import { type Db, openDatabase } from '../store/db';
 
 export interface Harness {
@@ -44,7 +44,13 @@ export function testConfig(dir: string, overrides: Record<string, unknown> = {})
 export async function useApp(
   t: TestContext,
   overrides: Record<string, unknown> = {},
-  opts: { ready?: boolean; surface?: 'unix' | 'tcp'; tokens?: { read: string; admin?: string } } = {},
+  opts: {
+    ready?: boolean;
+    surface?: AppOptions['surface'];
+    tokens?: { read: string; admin?: string };
+    /** Modules daemon.ts loads only when configured (the Kubernetes ones). */
+    services?: Pick<ServiceOptions, 'kubeSource' | 'podServices'>;
+  } = {},
 ): Promise<Harness> {
   const dir = tempDir(t);
   const config = testConfig(dir, overrides);
@@ -55,6 +61,7 @@ export async function useApp(
     log: pino({ level: 'silent' }),
     now: () => clock.now,
     defaultMetrics: false,
+    ...opts.services,
   });
   const app = await buildApp(services.deps, {
     surface: opts.surface ?? 'unix',

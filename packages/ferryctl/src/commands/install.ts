@@ -21,6 +21,7 @@ import * as z from 'zod/mini';
 import type { Context } from '../context';
 import { type ApiAccess, inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
 import { parseJson } from '../json';
+import { onFile } from '../on-file';
 
 const ConflistSchema = z.looseObject({
   cniVersion: z.string(),
@@ -103,17 +104,6 @@ function installFile(dir: string, name: string, content: string | Buffer, mode: 
     mkdirSync(dir, { recursive: true });
     writeFileAtomically(dir, name, content, { mode, ...(maxWriteBytes ? { maxWriteBytes } : {}) });
   });
-}
-
-/** A file system failure (ENOENT, EACCES, ENOSPC…) as code 5, naming what was being done: no stack trace. */
-function onFile<T>(what: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === undefined) throw err;
-    throw new CniError(Code.IoFailure, `${what}: ${e.code}`, '', { cause: err });
-  }
 }
 
 const PLACEHOLDER = /\{\{POD_CIDR_V[46]\}\}/;

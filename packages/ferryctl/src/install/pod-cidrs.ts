@@ -1,15 +1,20 @@
 /**
  * This node's pod CIDRs from the Kubernetes API (spec.podCIDRs), with the pod's service-account token:
- * the only API call Ferry makes, hence the ClusterRole that may `get` nodes and nothing else.
+ * the install step's only API call, the `get` on nodes in deploy/rbac.yaml (ferryd's own watches and
+ * writes are the rest of it).
  */
 import { readFileSync } from 'node:fs';
+import { type HttpResponse, UnreachableError } from '@ferry/http';
+import { requestOverUndici } from '@ferry/http/undici';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
-import { Agent, request } from 'undici';
 import * as z from 'zod/mini';
 import { parseJson } from '../json';
+import { onFile } from '../on-file';
 
 const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
+/** For the connection, and for the whole request. */
+const TIMEOUT_MS = 10_000;
 
 const NodeSchema = z.looseObject({
   spec: z.optional(z.looseObject({ podCIDR: z.optional(z.string()), podCIDRs: z.optional(z.array(z.string())) })),
@@ -33,29 +38,47 @@ export function inClusterAccess(env: NodeJS.ProcessEnv, overrides: Partial<ApiAc
 }
 
 export async function podCidrsOf(node: string, api: ApiAccess): Promise<{ v4?: string; v6?: string }> {
-  const token = api.tokenFile ? readFileSync(api.tokenFile, 'utf8').trim() : undefined;
-  const ca = api.server.startsWith('https:') && api.caFile ? readFileSync(api.caFile, 'utf8') : undefined;
-  const dispatcher = new Agent({ connect: { ...(ca ? { ca } : {}) }, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const { tokenFile, caFile } = api;
+  const token = tokenFile
+    ? onFile(`install: read the API token ${tokenFile}`, () => readFileSync(tokenFile, 'utf8')).trim()
+    : undefined;
+  const ca =
+    api.server.startsWith('https:') && caFile
+      ? onFile(`install: read the API CA ${caFile}`, () => readFileSync(caFile, 'utf8'))
+      : undefined;
+  let res: HttpResponse;
   try {
-    const res = await request(`${api.server}/api/v1/nodes/${encodeURIComponent(node)}`, {
-      dispatcher,
+    res = await requestOverUndici({
+      origin: api.server,
+      ...(ca ? { ca } : {}),
+      method: 'GET',
+      path: `/api/v1/nodes/${encodeURIComponent(node)}`,
       headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    });
-    const text = await res.body.text();
-    if (res.statusCode !== 200) {
-      throw new CniError(Code.NotFound, `install: get node ${node}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
-    }
-    const spec = parseAs(
-      NodeSchema,
-      parseJson(text, `install: node ${node}`),
-      Code.DaemonProtocol,
-      `install: node ${node}`,
-    ).spec;
-    const cidrs = spec?.podCIDRs ?? (spec?.podCIDR ? [spec.podCIDR] : []);
-    const v4 = cidrs.find((c) => !c.includes(':'));
-    const v6 = cidrs.find((c) => c.includes(':'));
-    return { ...(v4 ? { v4 } : {}), ...(v6 ? { v6 } : {}) };
-  } finally {
-    await dispatcher.close();
+      connectMs: TIMEOUT_MS,
+      deadlineMs: TIMEOUT_MS,
+    }).answer();
+  } catch (err) {
+    if (!(err instanceof UnreachableError)) throw err;
+    throw new CniError(
+      Code.TryAgainLater,
+      `install: get node ${node}: ${api.server} is unreachable: ${err.message}`,
+      '',
+      {
+        cause: err,
+      },
+    );
   }
+  if (res.status !== 200) {
+    throw new CniError(Code.NotFound, `install: get node ${node}: HTTP ${res.status}: ${res.body.slice(0, 200)}`);
+  }
+  const spec = parseAs(
+    NodeSchema,
+    parseJson(res.body, `install: node ${node}`),
+    Code.DaemonProtocol,
+    `install: node ${node}`,
+  ).spec;
+  const cidrs = spec?.podCIDRs ?? (spec?.podCIDR ? [spec.podCIDR] : []);
+  const v4 = cidrs.find((c) => !c.includes(':'));
+  const v6 = cidrs.find((c) => c.includes(':'));
+  return { ...(v4 ? { v4 } : {}), ...(v6 ? { v6 } : {}) };
 }

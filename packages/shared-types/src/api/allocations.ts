@@ -8,13 +8,25 @@ import * as z from 'zod/mini';
 import { DelegatedNicsRequestSchema } from '../cni/config';
 import { DnsSchema } from '../cni/dns';
 import { IfNameSchema } from '../cni/names';
-import { AssignedAddressSchema, AttachmentKeySchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
+import {
+  AssignedAddressSchema,
+  AttachmentKeySchema,
+  MacSchema,
+  PciAddressSchema,
+  PodRefSchema,
+  PodRouteSchema,
+} from './common';
 
 export const AllocateRequestSchema = z.extend(AttachmentKeySchema, {
   /** CNI_NETNS: stored so DEL and the reconciler can find the pod's namespace without the runtime. */
   netns: z.string().check(z.minLength(1), z.maxLength(4096)),
   pod: z.optional(PodRefSchema),
   delegatedNICs: z.optional(DelegatedNicsRequestSchema),
+  /**
+   * runtimeConfig.deviceID: the device the runtime chose (Multus passes what the SR-IOV device plugin
+   * allocated), a PCI address; a secondary network's attachment is that device.
+   */
+  deviceId: z.optional(z.string().check(z.maxLength(64))),
 });
 export type AllocateRequest = z.infer<typeof AllocateRequestSchema>;
 
@@ -47,6 +59,8 @@ export const DelegatedNicPlanSchema = z.strictObject({
   mac: MacSchema,
   /** Its name on the host, restored on DEL. */
   hostIfName: IfNameSchema,
+  /** Its PCI address, where sysfs gives it one (the result's `pciID`). */
+  pciAddress: z.optional(PciAddressSchema),
   addresses: z.array(AssignedAddressSchema),
   routes: z.array(PodRouteSchema),
 });
@@ -58,7 +72,10 @@ export type NicPlan = z.infer<typeof NicPlanSchema>;
 export const AllocationSchema = z.extend(AttachmentKeySchema, {
   /** Grows every time the attachment is allocated anew; commit must quote it. */
   generation: z.number().check(z.int(), z.positive()),
-  /** InfraNIC first, then delegated NICs in ifName order. */
+  /**
+   * InfraNIC first, then delegated NICs in ifName order. A secondary network's attachment (no InfraNIC)
+   * is one DelegatedNIC named CNI_IFNAME.
+   */
   nics: z.array(NicPlanSchema),
   dns: z.optional(DnsSchema),
 });

@@ -40,3 +40,8 @@ export type AttachmentKey = z.infer<typeof AttachmentKeySchema>;
 export const ContainerIdParamsSchema = z.strictObject({ containerId: ContainerIdSchema });
 
 export const MacSchema = z.mac();
+
+/** A PCI address as sysfs spells it (domain:bus:device.function, lower case): `0000:18:02.5`. */
+export const PciAddressSchema = z
+  .string()
+  .check(z.regex(/^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/, { message: 'not a PCI address like 0000:18:02.5' }));

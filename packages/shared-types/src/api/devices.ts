@@ -4,7 +4,7 @@
  */
 import * as z from 'zod/mini';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
-import { AssignedAddressSchema, MacSchema, PodRouteSchema } from './common';
+import { AssignedAddressSchema, MacSchema, PciAddressSchema, PodRouteSchema } from './common';
 
 /** free: on the node, nobody holds it; assigned: a pod holds it; missing: configured but not on the node. */
 export const DeviceStateSchema = z.enum(['free', 'assigned', 'missing']);
@@ -24,6 +24,8 @@ export const DeviceSchema = z.strictObject({
   mac: MacSchema,
   group: NetworkNameSchema,
   hostIfName: z.optional(z.string()),
+  /** Its PCI address, where sysfs gives it one. */
+  pciAddress: z.optional(PciAddressSchema),
   state: DeviceStateSchema,
   assignedTo: z.optional(
     z.strictObject({

@@ -77,12 +77,13 @@ export const ReleaseQuerySchema = z.strictObject({
    */
   generation: z.optional(z.coerce.number().check(z.int(), z.positive())),
   /**
-   * The shim's usual DEL in one request: it has already deleted this host veth (the name it derives,
-   * host-veth.ts). ferryd releases the attachment only when that veth is all it has (one InfraNIC
-   * recorded with this name); otherwise it releases nothing and answers the attachment's interfaces in
-   * `toTearDown`, for the shim to tear down before it asks for the release again without this parameter.
+   * `true`: the shim's usual DEL in one request. It has already deleted the attachment's host veth (whose
+   * name both sides derive from the attachment, host-veth.ts), so ferryd releases the attachment only
+   * when that InfraNIC is all it has; otherwise it releases nothing and answers the attachment's
+   * interfaces in `toTearDown`, for the shim to tear down before it asks for the release again without
+   * this parameter.
    */
-  hostVethDeleted: z.optional(IfNameSchema),
+  hostVethDeleted: z.optional(z.literal('true')),
 });
 export type ReleaseQuery = z.infer<typeof ReleaseQuerySchema>;
 
@@ -91,8 +92,7 @@ export const ReleaseResultSchema = z.strictObject({
   released: z.array(InterfaceRecordSchema),
   /**
    * Only with `hostVethDeleted`, when nothing was released: the attachment's interfaces, still stored,
-   * that the shim must tear down first (DelegatedNICs to bring home, a host veth recorded under another
-   * name).
+   * that the shim must tear down first (its DelegatedNICs, to bring home).
    */
   toTearDown: z.optional(z.array(InterfaceRecordSchema)),
 });

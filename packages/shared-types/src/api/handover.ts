@@ -4,25 +4,20 @@
  * (requests that arrive are held, never refused), finished what was in flight and closed the database and
  * its lock; it then proxies the held requests to the new one as soon as the new one's socket is renamed
  * over the path. Refused (code 105) when the new ferryd could not serve what the old one serves: a
- * database schema older than the one on disk (a downgrade must not eat it), or an API version range
- * that leaves out the shims the old ferryd serves (held and in-flight requests come from those).
+ * database schema older than the one on disk (a downgrade must not eat it), or an API version
+ * (FERRY_API_VERSION, api/version.ts) whose version-skew rule leaves out the shims on the node (held and
+ * in-flight requests come from those).
  */
 import * as z from 'zod/mini';
-
-/**
- * The ferryd API this build serves, and the oldest a shim may speak to it. One release so far, so both 1;
- * they are the version-skew rule's numbers (a shim and a ferryd say theirs; which pairs work) once it lands.
- */
-export const FERRYD_API_VERSION = 1;
-export const FERRYD_MIN_API_VERSION = 1;
+import { apiSkewOf } from './version';
 
 const Version = z.number().check(z.int(), z.nonnegative());
 
 export const HandOverRequestSchema = z.strictObject({
   /** The new ferryd's process id (the old one gives up waiting if that process dies before it takes over). */
   pid: z.number().check(z.int(), z.positive()),
+  /** The new ferryd's FERRY_API_VERSION (api/version.ts). */
   apiVersion: Version,
-  minApiVersion: Version,
   /** The newest database schema the new ferryd understands. */
   schemaVersion: Version,
 });
@@ -37,7 +32,12 @@ export const HandOverAnswerSchema = z.strictObject({
 });
 export type HandOverAnswer = z.infer<typeof HandOverAnswerSchema>;
 
-/** Why a successor cannot take over, or undefined when it can (the rule both sides apply). */
+/**
+ * Why a successor cannot take over, or undefined when it can (the rule both sides apply). The shims on
+ * the node are the old ferryd's release's (a pod installs its own ferry-cni only once its ferryd serves:
+ * docs/architecture.md, "Version skew"), and the held and in-flight requests come from them: the
+ * successor must serve them by the version-skew rule itself.
+ */
 export function handOverProblem(
   old: { apiVersion: number; schemaVersion: number },
   next: HandOverRequest,
@@ -45,8 +45,6 @@ export function handOverProblem(
   if (next.schemaVersion < old.schemaVersion) {
     return `its database schema ${next.schemaVersion} is older than the database's (${old.schemaVersion}): roll forward instead`;
   }
-  if (next.minApiVersion > old.apiVersion) {
-    return `it serves API versions ${next.minApiVersion}–${next.apiVersion}, and the shims on the node speak ${old.apiVersion}`;
-  }
-  return undefined;
+  const skew = apiSkewOf(old.apiVersion, next.apiVersion);
+  return skew === undefined ? undefined : `it would not serve the shims on the node: ${skew}`;
 }

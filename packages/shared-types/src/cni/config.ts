@@ -83,7 +83,10 @@ export const NetConfSchema = z.looseObject({
   name: doc(NetworkNameSchema.clone(), 'Network name: must be a network configured in ferryd.'),
   type: doc(z.string(), 'The plugin: `ferry-cni`.'),
   args: z.optional(z.looseObject({})),
-  runtimeConfig: doc(z.optional(RuntimeConfigSchema), 'Capabilities the runtime passes; Ferry reads `mac`.'),
+  runtimeConfig: doc(
+    z.optional(RuntimeConfigSchema),
+    "Capabilities the runtime passes; Ferry reads `mac` (the InfraNIC's) and `deviceID` (a secondary network's device, by PCI address, as Multus passes what the SR-IOV device plugin allocated).",
+  ),
   prevResult: z.optional(z.nullable(z.looseObject({}))),
   dns: doc(z.optional(ConfDnsSchema), "DNS for the result, when ferryd's network gives none."),
   ipam: doc(
@@ -122,6 +125,10 @@ export const NetConfSchema = z.looseObject({
   mtu: doc(
     z.optional(Int().check(z.minimum(68), z.maximum(65535))),
     "MTU of the pod's InfraNIC (wins over ferryd's network `mtu`).",
+  ),
+  infraNIC: doc(
+    z.optional(z.boolean()),
+    "`false` where ferryd's network says `infraNIC: false` (a secondary network): ADD then makes no InfraNIC veth while ferryd answers. ferryd's network decides what is built; this only spares a veth made for nothing (also spared when `runtimeConfig.deviceID` is given).",
   ),
   daemonTimeouts: doc(z.optional(DaemonTimeoutsSchema), 'Time limits for talking to ferryd.'),
   // GC (SPEC.md §2 "GC"); libcni sends both names (cni#1101).

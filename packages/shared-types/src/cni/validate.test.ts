@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { ContainerIdSchema, NetworkNameSchema } from './names';
+import { ContainerIdSchema, IfNameSchema, NetworkNameSchema } from './names';
 import { containerIdProblem, ifNameProblem, networkNameProblem } from './validate';
 
 describe('container ID', () => {
@@ -20,19 +20,21 @@ describe('container ID', () => {
     ['x'.repeat(256), 'longer than 255'],
   ] as const)('rejects %j (%s)', ([id, why]) => {
     expect(containerIdProblem(id)).toContain(why);
-    expect(ContainerIdSchema.safeParse(id).success).toBe(false);
+    expect(ContainerIdSchema.safeParse(id).error?.issues[0]?.message).toBe(containerIdProblem(id));
   });
 });
 
 describe('ifName', () => {
-  test.for(['eth0', 'net1', 'a', 'x'.repeat(15), 'eth0.100', 'veth-é'])('accepts %s', (name) => {
+  test.for(['eth0', 'net1', 'a', 'x'.repeat(15), 'eth0.100', '...', 'a\u0001b'])('accepts %j', (name) => {
     expect(ifNameProblem(name)).toBeUndefined();
+    expect(IfNameSchema.safeParse(name).success).toBe(true);
   });
   test.for([
     ['', 'is empty'],
     ['x'.repeat(16), 'longer than 15 bytes'],
-    // 14 characters but 16 bytes: IFNAMSIZ counts bytes.
-    ['éééé'.padEnd(14, 'x'), 'longer than 15 bytes'],
+    // IFNAMSIZ counts bytes: in ASCII they are characters (14 characters here, 18 bytes).
+    ['éééé'.padEnd(14, 'x'), 'must be ASCII'],
+    ['veth-é', 'must be ASCII'],
     ['.', 'cannot be "."'],
     ['..', 'cannot be ".."'],
     ['a/b', 'cannot contain'],
@@ -42,6 +44,8 @@ describe('ifName', () => {
     ['a\nb', 'cannot contain'],
   ] as const)('rejects %j (%s)', ([name, why]) => {
     expect(ifNameProblem(name)).toContain(why);
+    // The schema reports the same problem first.
+    expect(IfNameSchema.safeParse(name).error?.issues[0]?.message).toBe(ifNameProblem(name));
   });
 });
 

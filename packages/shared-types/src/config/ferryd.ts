@@ -8,7 +8,7 @@ import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
 import { NicTypeSchema } from '../nic';
-import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
+import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DAEMON_TIMEOUTS, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
 const ip = () => z.union([z.ipv4(), z.ipv6()]);
 const cidr = () => z.union([z.cidrv4(), z.cidrv6()]);
@@ -32,8 +32,12 @@ export const PoolConfigSchema = z.strictObject({
     'Extra routes installed in pods, next to the default route via the link-local gateway.',
   ),
   defaultRoute: doc(
-    z._default(z.boolean(), true),
-    'Install the default route in pods (turn it off when `routes` says everything).',
+    z.optional(z.boolean()),
+    'Install the default route in pods (turn it off when `routes` says everything). Default: true on an InfraNIC network; false on a secondary network (`infraNIC: false`), whose pods keep the default route of their primary network (true there needs `gateway`).',
+  ),
+  gateway: doc(
+    z.optional(ip()),
+    "Secondary networks (`infraNIC: false`) only: the router on the devices' segment, given to pods as their gateway and the next hop of `routes` without `gw`; never handed out. InfraNIC networks route every pod through a link-local gateway instead.",
   ),
 });
 export type PoolConfig = z.infer<typeof PoolConfigSchema>;
@@ -47,6 +51,10 @@ export const NetworkConfigSchema = z.strictObject({
     "MTU of pod interfaces. Default: the kernel's (1500); a conflist's `mtu` wins.",
   ),
   dns: doc(z.optional(DnsSchema), 'DNS settings handed to pods in the ADD result.'),
+  infraNIC: doc(
+    z._default(z.boolean(), true),
+    "Every attachment gets an InfraNIC (a routed veth with a pool address). `false`: a secondary network (Ferry as a Multus delegate, in place of host-device or sriov-cni): no veth; the attachment is one delegated device under CNI_IFNAME, chosen by `runtimeConfig.deviceID` (a PCI address), the pod's `ferry.dev/nics` entry for this network, or the conflist's `delegatedNICs` (count 1), and addressed from this network's pools (with the subnet's prefix length) when it has any, by the pod's static addresses, or not at all.",
+  ),
 });
 export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
 
@@ -56,12 +64,51 @@ export const DelegatedDeviceConfigSchema = z.strictObject({
     z.optional(z.string()),
     "Or a regular expression over the node's interface names; a match joins the inventory under the name it has then.",
   ),
-  group: doc(NetworkNameSchema.clone(), 'The group a network config asks for (`delegatedNICs.group`).'),
+  group: doc(
+    NetworkNameSchema.clone(),
+    "The group a network config (`delegatedNICs.group`) or a pod's `ferry.dev/nics` asks for.",
+  ),
   nicType: doc(
     z._default(NicTypeSchema.clone(), 'DelegatedNIC'),
     'DelegatedNIC. BackendNIC (RDMA/InfiniBand) is recognised and refused.',
   ),
 });
+
+/** A Kubernetes namespace name (RFC 1123 label), or `*`: every namespace. */
+const NamespaceSchema = z
+  .string()
+  .check(z.regex(/^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$/, { message: 'not a namespace name (or "*")' }));
+
+export const GroupBindingSchema = z.strictObject({
+  group: doc(NetworkNameSchema.clone(), 'A device group of `delegatedDevices`.'),
+  namespaces: doc(
+    z.array(NamespaceSchema).check(z.minLength(1)),
+    "The namespaces whose pods may have the group's devices (`*`: every namespace).",
+  ),
+});
+
+export const AddressBindingSchema = z.strictObject({
+  namespaces: doc(
+    z.array(NamespaceSchema).check(z.minLength(1)),
+    'The namespaces whose pods may give their delegated NICs static addresses inside `ranges` (`*`: every namespace).',
+  ),
+  ranges: doc(
+    z.array(cidr()).check(z.minLength(1)),
+    "Prefixes a pod's `ferry.dev/nics` `addresses` must lie in; never inside a network's subnet, and no two bindings' ranges overlap.",
+  ),
+});
+
+export const TenancyConfigSchema = z.strictObject({
+  deviceGroups: doc(
+    z._default(z.array(GroupBindingSchema), []),
+    "Which namespaces may have which device groups. A pod's `ferry.dev/nics` may ask (by group, mac or pciAddress) only for devices of a group bound to its namespace; a bound group's devices go to pods of its namespaces only, whatever asks (the annotation, a conflist's `delegatedNICs`, `runtimeConfig.deviceID`, a reservation). A group bound to none is not open to annotations, and is given as before by conflists and reservations.",
+  ),
+  staticAddresses: doc(
+    z._default(z.array(AddressBindingSchema), []),
+    "Which namespaces may give their pods' delegated NICs static addresses (`ferry.dev/nics` `addresses`), and inside which ranges. None bound: every static address in an annotation is refused.",
+  ),
+});
+export type TenancyConfig = z.infer<typeof TenancyConfigSchema>;
 
 export const TcpListenerConfigSchema = z.strictObject({
   host: doc(z._default(z.string(), '127.0.0.1'), 'Address the operator listener binds to.'),
@@ -70,6 +117,24 @@ export const TcpListenerConfigSchema = z.strictObject({
   adminTokenFile: doc(
     z.optional(absolutePath()),
     'File holding the admin token, which may change state; without it the listener is read-only.',
+  ),
+});
+
+/** The port deploy/ scrapes (the ferryd container's `metrics` port and its `prometheus.io/port`). */
+export const DEFAULT_METRICS_PORT = 9479;
+
+/**
+ * The scrape listener: `/metrics` and the probes (`/healthz`, `/readyz`) over plain HTTP, nothing else,
+ * so a node port Prometheus reaches opens neither the shim's routes nor the operator API.
+ */
+export const MetricsListenerConfigSchema = z.strictObject({
+  host: doc(
+    z._default(z.string().check(z.minLength(1)), '0.0.0.0'),
+    'Address the scrape listener binds to: every IPv4 address of the node by default (`::` for IPv6 and IPv4).',
+  ),
+  port: doc(
+    z._default(z.number().check(z.int(), z.minimum(0), z.maximum(65535)), DEFAULT_METRICS_PORT),
+    "Port of the scrape listener (deploy/'s `metrics` container port and `prometheus.io/port`).",
   ),
 });
 
@@ -103,6 +168,24 @@ export const VxlanConfigSchema = z.strictObject({
   ),
 });
 export type VxlanConfig = z.infer<typeof VxlanConfigSchema>;
+
+/**
+ * The longest an ADD may wait for a pod the cache does not hold: inside the shim's default request
+ * deadline, with room for the rest of the allocation, so the shim hears code 11 rather than a timeout.
+ */
+export const MAX_POD_LOOKUP_TIMEOUT_MS = DEFAULT_DAEMON_TIMEOUTS.requestMs - 2000;
+
+export const PodWatchConfigSchema = z.strictObject({
+  lookupTimeoutMs: doc(
+    z._default(z.number().check(z.int(), z.minimum(100), z.maximum(MAX_POD_LOOKUP_TIMEOUT_MS)), 3000),
+    "How long a question about a pod the watch has not delivered yet (a direct GET, retried while the API server is away) may take before it fails with code 11 (try again later). Keep it below the conflist's `daemonTimeouts.requestMs`.",
+  ),
+  networkStatus: doc(
+    z._default(z.boolean(), true),
+    "Write what each pod got into its `k8s.v1.cni.cncf.io/network-status` annotation (Ferry's entries only, from ferryd's records). Turn it off where Multus writes that annotation.",
+  ),
+});
+export type PodWatchConfig = z.infer<typeof PodWatchConfigSchema>;
 
 export const ClusterConfigSchema = z.strictObject({
   nodeName: doc(
@@ -140,9 +223,13 @@ export const ClusterConfigSchema = z.strictObject({
           z.optional(absolutePath()),
           'A kubeconfig for out-of-cluster use; without it the in-cluster service account is used.',
         ),
+        pods: doc(
+          z.optional(PodWatchConfigSchema),
+          "Watch this node's pods (`spec.nodeName` = `nodeName`): their `ferry.dev/nics` annotation, and their `k8s.v1.cni.cncf.io/network-status`. Works with any `routing`, `none` included.",
+        ),
       }),
     ),
-    'Learn the peers from a watch on Kubernetes Node objects. Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
+    'Talk to the Kubernetes API: the peers come from a watch on Node objects (and, with `pods`, ferryd watches its pods). Implied in a pod (KUBERNETES_SERVICE_HOST set) when routing is not `none` and `peers` is empty.',
   ),
   vxlan: doc(
     z._default(VxlanConfigSchema, { vni: 1, port: 8472, device: 'ferry.1' }),
@@ -193,9 +280,21 @@ export const FerrydConfigSchema = z.strictObject({
     z._default(z.array(DelegatedDeviceConfigSchema), []),
     'Host devices that may be delegated to pods (DelegatedNICs).',
   ),
+  tenancy: doc(
+    z._default(TenancyConfigSchema, { deviceGroups: [], staticAddresses: [] }),
+    'Who may ask for what through `ferry.dev/nics`: device groups and static-address ranges bound to namespaces (docs/pod-nics.md).',
+  ),
+  sysfsRoot: doc(
+    z._default(absolutePath(), '/sys'),
+    'Where ferryd reads sysfs: a PCI address (`runtimeConfig.deviceID`, `pciAddress` in `ferry.dev/nics`) is the network device under `<sysfsRoot>/bus/pci/devices/<address>/net/`.',
+  ),
   tcp: doc(
     z.optional(TcpListenerConfigSchema),
     'Optional TCP listener for operators (off by default), behind bearer tokens.',
+  ),
+  metrics: doc(
+    z.optional(MetricsListenerConfigSchema),
+    'Optional listener for Prometheus (off by default): `/metrics`, `/healthz` and `/readyz` only, without auth; the unix socket serves `/metrics` either way.',
   ),
   reconcile: doc(
     z._default(

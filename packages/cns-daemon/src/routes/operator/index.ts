@@ -2,10 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
+import type { PodServices } from '../../pods/build';
 import { operatorDeviceRoutes } from './devices';
 import { operatorEndpointRoutes } from './endpoints';
 import { operatorIpamRoutes } from './ipam';
 import { operatorNodeRoutes } from './nodes';
+import { operatorPodRoutes } from './pods';
 import { operatorQueueRoutes } from './queue';
 
 function sameToken(given: string, expected: string): boolean {
@@ -21,8 +23,9 @@ function sameToken(given: string, expected: string): boolean {
  */
 export const operatorRoutes: FastifyPluginAsyncZod<{
   operator: Operator;
+  pods?: PodServices;
   tokens?: { read: string; admin?: string };
-}> = async (app, { operator, tokens }) => {
+}> = async (app, { operator, pods, tokens }) => {
   if (tokens) {
     app.addHook('onRequest', async (req) => {
       const header = req.headers.authorization ?? '';
@@ -41,4 +44,5 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
   await app.register(operatorDeviceRoutes, { operator });
   await app.register(operatorQueueRoutes, { operator });
   await app.register(operatorNodeRoutes, { operator });
+  await app.register(operatorPodRoutes, { pods });
 };

@@ -1,0 +1,6 @@
+export const DEBIAN_SUITE: string;
+export const DEBIAN_PACKAGES: string[];
+export const NODE_MAJOR: number;
+export const NODE_PATH: string;
+export const FERRY_PREFIX: string;
+export const ENTRYPOINT: string[];

@@ -1,0 +1,18 @@
+// What the DaemonSet's image holds, in one place: scripts/build-image.mjs builds it from these, and
+// test/e2e/deploy.test.ts holds deploy/Dockerfile (the same image for builders with a registry) to them.
+
+/** The Debian release of the root filesystem (the Dockerfile's debian:bookworm-slim). */
+export const DEBIAN_SUITE = 'bookworm';
+/**
+ * Debian packages beyond the Essential set: ip (iproute2), nft (nftables, the egress masquerade), iptables
+ * (its fallback), flock and nsenter (util-linux, Essential, named so the Dockerfile states it), Node's
+ * libstdc++6.
+ */
+export const DEBIAN_PACKAGES = ['iproute2', 'nftables', 'iptables', 'util-linux', 'libstdc++6'];
+/** The Node major the image runs: the SQLite addon (better-sqlite3 12) `pnpm build` makes is built for it. */
+export const NODE_MAJOR = 20;
+/** Where the Node binary goes (from this machine's nodejs package; from node:20's /usr/local/bin in the Dockerfile). */
+export const NODE_PATH = '/usr/bin/node';
+/** Where dist/ goes. */
+export const FERRY_PREFIX = '/opt/ferry';
+export const ENTRYPOINT = [`${FERRY_PREFIX}/bin/ferryd`];
