@@ -86,7 +86,7 @@ const ROUTE = {
   flags: [],
 };
 const attachmentRow = {
-  id: 7,
+  generation: 7,
   network: 'ferry',
   container_id: 'c1',
   if_name: 'eth0',

@@ -69,7 +69,7 @@ export class Operator {
       if (q.network && a.network !== q.network) continue;
       if (q.namespace && a.pod_namespace !== q.namespace) continue;
       if (q.pod && a.pod_name !== q.pod) continue;
-      for (const i of attachmentStore.interfacesOf(a.id)) {
+      for (const i of attachmentStore.interfacesOf(a.generation)) {
         if (q.nicType && i.nic_type !== q.nicType) continue;
         const ep = byContainer.get(a.container_id) ?? { containerId: a.container_id, interfaces: [] };
         byContainer.set(a.container_id, ep);

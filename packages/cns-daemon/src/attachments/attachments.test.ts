@@ -516,10 +516,7 @@ test("a reserved name that is the attachment's own ifName is 105", (t) => {
   expect(stateOf(w, '02:00:00:00:00:01')).toBe('free');
 });
 
-// BUG: names are given in MAC order, so a reservation without a name takes net1 before a later
-// reservation of the same pod that asked for net1 by name, and the ADD fails with 105. The next free
-// netN should skip the names reservations ask for (the reservation's ifName: "default: the next free netN").
-test.fails("a reservation's own ifName is honoured even when another reservation's device comes first", (t) => {
+test("a reservation's own ifName is honoured even when another reservation's device comes first", (t) => {
   const w = useAttachments(t);
   addDevice(w, '02:00:00:00:00:01', 'frontend', 'ens1f0');
   addDevice(w, '02:00:00:00:00:02', 'frontend', 'ens1f1');

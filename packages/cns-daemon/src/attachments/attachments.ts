@@ -108,7 +108,7 @@ export class Attachments {
           );
         }
         // A DEL queued before this moment must not release what this ADD is about to build.
-        attachmentStore.touch(existing.id, this.#deps.now());
+        attachmentStore.touch(existing.generation, this.#deps.now());
         return { plan: this.#planOf(existing), created: false };
       }
       // The container's other interfaces: a name this one must not take, devices it already holds.
@@ -135,7 +135,7 @@ export class Attachments {
       });
       if (net.config.infraNIC) {
         const infraId = attachmentStore.insertInterface({
-          attachmentId: attachment.id,
+          attachmentId: attachment.generation,
           position: 0,
           containerId: req.containerId,
           ifName: req.ifName,
@@ -147,7 +147,7 @@ export class Attachments {
         ipam.assign(req.network, infraId, now);
       }
       // A secondary network's attachment is its one device, first and alone.
-      this.#attachDevices(req, attachment.id, wanted, others, net.config.infraNIC ? 1 : 0, net.routesJson);
+      this.#attachDevices(req, attachment.generation, wanted, others, net.config.infraNIC ? 1 : 0, net.routesJson);
       return { plan: this.#planOf(attachment), created: true };
     });
   }
@@ -229,21 +229,21 @@ export class Attachments {
       );
     }
     if (a.network !== req.network) throw conflictingNetwork(a, req.network);
-    if (a.id !== req.generation) {
+    if (a.generation !== req.generation) {
       throw new CniError(
         Code.AttachmentConflict,
-        `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.id})`,
+        `commit endpoint ${containerId}/${req.ifName}: generation ${req.generation} is stale (current ${a.generation})`,
       );
     }
     for (const nic of req.nics) {
-      if (!attachmentStore.commitInterface(a.id, nic.ifName, nic.mac, nic.containerIfIndex)) {
+      if (!attachmentStore.commitInterface(a.generation, nic.ifName, nic.mac, nic.containerIfIndex)) {
         throw new CniError(
           Code.InvalidConfig,
           `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
         );
       }
     }
-    attachmentStore.markCommitted(a.id, Math.max(a.updated_at_ms, atMs));
+    attachmentStore.markCommitted(a.generation, Math.max(a.updated_at_ms, atMs));
     this.#changedPodOf(a);
   }
 
@@ -278,7 +278,7 @@ export class Attachments {
       const { attachmentStore, ipam } = this.#deps;
       const a = this.#releasable(containerId, network, ifName, generation);
       if (!a) return { released: [] };
-      const interfaces = attachmentStore.interfacesOf(a.id);
+      const interfaces = attachmentStore.interfacesOf(a.generation);
       if (interfaces.length === 1 && interfaces[0]?.nic_type === 'InfraNIC') {
         return { released: this.#releaseAttachment(a) };
       }
@@ -342,11 +342,13 @@ export class Attachments {
   ): void {
     const { attachmentStore, devices, ipam } = this.#deps;
     const taken = new Set([...(position > 0 ? [req.ifName] : []), ...others.map((i) => i.if_name)]);
+    // A name a device asks for is its own: the unnamed ones take the next netN that nobody asked for.
+    const asked = new Set(wanted.flatMap((w) => (w.ifName ? [w.ifName] : [])));
     let n = 1;
     for (const [k, w] of wanted.entries()) {
       let ifName = w.ifName;
       if (!ifName) {
-        while (taken.has(`net${n}`)) n++;
+        while (taken.has(`net${n}`) || asked.has(`net${n}`)) n++;
         ifName = `net${n}`;
       }
       if (taken.has(ifName)) {
@@ -395,16 +397,16 @@ export class Attachments {
     this.#releasesAsked.set(`${containerId}/${ifName}`, this.#deps.now());
     const a = this.#deps.attachmentStore.getAttachment(containerId, ifName);
     if (!a || a.network !== network) return undefined;
-    return generation === undefined || a.id === generation ? a : undefined;
+    return generation === undefined || a.generation === generation ? a : undefined;
   }
 
   #releaseAttachment(a: AttachmentRow): InterfaceRecord[] {
     const { attachmentStore, ipam } = this.#deps;
-    const interfaces = attachmentStore.interfacesOf(a.id);
+    const interfaces = attachmentStore.interfacesOf(a.generation);
     const records = interfaces.map((i) => toRecord(a, i, ipam));
     const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
-    attachmentStore.deleteAttachment(a.id);
+    attachmentStore.deleteAttachment(a.generation);
     if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
     this.#changedPodOf(a);
     return records;
@@ -420,7 +422,7 @@ export class Attachments {
     const { attachmentStore, ipam } = this.#deps;
     const interfaces: InterfaceRecord[] = [];
     for (const a of attachmentStore.attachmentsOfContainer(containerId)) {
-      for (const i of attachmentStore.interfacesOf(a.id)) interfaces.push(toRecord(a, i, ipam));
+      for (const i of attachmentStore.interfacesOf(a.generation)) interfaces.push(toRecord(a, i, ipam));
     }
     return { containerId, interfaces };
   }
@@ -428,7 +430,7 @@ export class Attachments {
   #planOf(a: AttachmentRow): Allocation {
     const { attachmentStore, ipam } = this.#deps;
     const net = ipam.network(a.network);
-    const nics: NicPlan[] = attachmentStore.interfacesOf(a.id).map((i): NicPlan => {
+    const nics: NicPlan[] = attachmentStore.interfacesOf(a.generation).map((i): NicPlan => {
       const addresses = addressesOf(a.network, i, ipam);
       if (i.nic_type === 'InfraNIC') {
         return {
@@ -438,7 +440,7 @@ export class Attachments {
           hostVethName: hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
           hostVethAlias: hostVethMarkerOf({
-            generation: a.id,
+            generation: a.generation,
             network: a.network,
             ifName: a.if_name,
             containerId: a.container_id,
@@ -468,7 +470,7 @@ export class Attachments {
       network: a.network,
       containerId: a.container_id,
       ifName: a.if_name,
-      generation: a.id,
+      generation: a.generation,
       nics,
       ...(net.config.dns ? { dns: net.config.dns } : {}),
     };

@@ -52,7 +52,7 @@ export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): Interfa
       ...(a.pod_infra_container_id !== null ? { infraContainerId: a.pod_infra_container_id } : {}),
     },
     state: a.state,
-    generation: a.id,
+    generation: a.generation,
     addresses: addressesOf(a.network, i, ipam),
     routes: routesOf(i),
     ...(i.mac !== null ? { mac: i.mac } : {}),

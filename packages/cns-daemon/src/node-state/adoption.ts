@@ -176,7 +176,7 @@ export class Adoption {
     }
     if (this.#deps.attachments.releaseAskedSince(containerId, marker.ifName, sinceMs)) return undefined;
     const held = this.#deps.attachmentStore.getAttachment(containerId, marker.ifName);
-    if (held && held.id >= marker.generation) return undefined;
+    if (held && held.generation >= marker.generation) return undefined;
     // Only now, for the few veths the database lacks: every pass sees every pod's veth.
     const addresses = dsts.flatMap((dst) => this.#poolAddressOf(dst));
     const network = marker.network ?? addresses[0]?.spec.network;
@@ -241,13 +241,13 @@ export class Adoption {
     // Read again: the first look was before the pod reads.
     if (attachments.releaseAskedSince(c.containerId, c.ifName, sinceMs)) return undefined;
     const held = attachmentStore.getAttachment(c.containerId, c.ifName);
-    if (held && held.id >= c.generation) return undefined;
+    if (held && held.generation >= c.generation) return undefined;
     // A restored database's older incarnation: the node's is the one that lives.
-    if (held) attachments.release(held.container_id, held.network, held.if_name, held.id);
+    if (held) attachments.release(held.container_id, held.network, held.if_name, held.generation);
     const now = this.#deps.now();
     const row = adopted.insert(c, now);
     const infraId = attachmentStore.insertInterface({
-      attachmentId: row.id,
+      attachmentId: row.generation,
       position: 0,
       containerId: c.containerId,
       ifName: c.ifName,
@@ -258,7 +258,7 @@ export class Adoption {
     });
     // What the pod side shows is only recorded for CHECK: nothing is decided by it.
     const peer = c.podLinks?.find((l) => l.ifname === c.ifName && l.linkinfo?.info_kind === 'veth');
-    if (peer?.address) attachmentStore.commitInterface(row.id, c.ifName, peer.address, peer.ifindex);
+    if (peer?.address) attachmentStore.commitInterface(row.generation, c.ifName, peer.address, peer.ifindex);
     for (const a of c.addresses) {
       const hex = offsetHex(a.spec, toBigInt(a.address));
       const before = pools.rowAt(a.poolId, hex);
@@ -270,17 +270,17 @@ export class Adoption {
       }
       pools.claim(a.poolId, hex, a.address, infraId, now);
     }
-    const devices = this.#adoptDevices(c, row.id, claims, onNode);
+    const devices = this.#adoptDevices(c, row.generation, claims, onNode);
     log.warn(
       {
         containerId: c.containerId,
         ifName: c.ifName,
         network: c.network,
-        generation: row.id,
+        generation: row.generation,
         netns: c.netns || undefined,
         addresses: c.addresses.map((a) => a.address),
         devices,
-        ...(held ? { replacedGeneration: held.id } : {}),
+        ...(held ? { replacedGeneration: held.generation } : {}),
       },
       held ? 'endpoint adopted: the node holds a newer generation than the database' : 'endpoint adopted from the node',
     );
@@ -355,9 +355,9 @@ export class Adoption {
     const { adopted, attachmentStore, attachments, log } = this.#deps;
     let released = 0;
     for (const a of adopted.adopted()) {
-      const infra = attachmentStore.interfacesOf(a.id).find((i) => i.nic_type === 'InfraNIC');
+      const infra = attachmentStore.interfacesOf(a.generation).find((i) => i.nic_type === 'InfraNIC');
       if (!infra?.host_veth_name || present.has(infra.host_veth_name)) continue;
-      attachments.release(a.container_id, a.network, a.if_name, a.id);
+      attachments.release(a.container_id, a.network, a.if_name, a.generation);
       released++;
       log.info(
         { containerId: a.container_id, ifName: a.if_name, hostVethName: infra.host_veth_name },

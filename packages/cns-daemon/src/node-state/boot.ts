@@ -45,7 +45,7 @@ export class BootCheck {
     if (bootId !== undefined && previous !== undefined && previous !== bootId) {
       for (const a of attachmentStore.allAttachments()) {
         if (isLiveNetns(a.netns)) continue;
-        attachments.release(a.container_id, a.network, a.if_name, a.id);
+        attachments.release(a.container_id, a.network, a.if_name, a.generation);
         released++;
       }
       const cooled = pools.dropCooling();

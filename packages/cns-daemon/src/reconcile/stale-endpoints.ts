@@ -32,16 +32,16 @@ export class StaleEndpoints {
     const seen = new Set<number>();
     let released = 0;
     for (const a of this.#deps.attachmentStore.allAttachments()) {
-      seen.add(a.id);
+      seen.add(a.generation);
       if (a.netns === '' || isLiveNetns(a.netns)) {
-        this.#missingSince.delete(a.id);
+        this.#missingSince.delete(a.generation);
         continue;
       }
-      const since = this.#missingSince.get(a.id) ?? nowMs;
-      this.#missingSince.set(a.id, since);
+      const since = this.#missingSince.get(a.generation) ?? nowMs;
+      this.#missingSince.set(a.generation, since);
       if (nowMs - since < this.#deps.graceMs) continue;
       const r = this.#deps.attachments.release(a.container_id, a.network, a.if_name);
-      this.#missingSince.delete(a.id);
+      this.#missingSince.delete(a.generation);
       released++;
       this.#deps.log.warn(
         { containerId: a.container_id, ifName: a.if_name, netns: a.netns, interfaces: r.released.length },

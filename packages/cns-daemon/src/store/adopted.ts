@@ -8,7 +8,7 @@ import { isAttachmentRow, isCount } from './row-checks';
 import { type AttachmentRow, AttachmentRowSchema, CountSchema, parseRow, SequenceSchema } from './rows';
 
 export interface NewAdoptedAttachment {
-  /** The marker's generation: the attachment's id, unless another attachment already has that id. */
+  /** The marker's generation: the attachment's key, unless another attachment already has it. */
   generation: number;
   network: string;
   containerId: string;
@@ -18,7 +18,7 @@ export interface NewAdoptedAttachment {
 
 export class AdoptedStore {
   readonly #insert;
-  readonly #idTaken;
+  readonly #generationTaken;
   readonly #sequence;
   readonly #setSequence;
   readonly #startSequence;
@@ -27,26 +27,26 @@ export class AdoptedStore {
 
   constructor(db: Db) {
     this.#insert = db.prepare(
-      `INSERT INTO attachments (id, network, container_id, if_name, netns, state, created_at_ms, updated_at_ms, adopted_at_ms)
-       VALUES (@id, @network, @containerId, @ifName, @netns, 'committed', @nowMs, @nowMs, @nowMs)`,
+      `INSERT INTO attachments (generation, network, container_id, if_name, netns, state, created_at_ms, updated_at_ms, adopted_at_ms)
+       VALUES (@generation, @network, @containerId, @ifName, @netns, 'committed', @nowMs, @nowMs, @nowMs)`,
     );
-    this.#idTaken = db.prepare('SELECT 1 FROM attachments WHERE id = ?').pluck();
-    // AUTOINCREMENT keeps the largest id ever handed out here; attachments' ids are their generations.
+    this.#generationTaken = db.prepare('SELECT 1 FROM attachments WHERE generation = ?').pluck();
+    // AUTOINCREMENT keeps the largest generation ever handed out here.
     this.#sequence = db.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'attachments'`).pluck();
     this.#setSequence = db.prepare(`UPDATE sqlite_sequence SET seq = ? WHERE name = 'attachments' AND seq < ?`);
     this.#startSequence = db.prepare(
       `INSERT INTO sqlite_sequence (name, seq) SELECT 'attachments', ?
        WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'attachments')`,
     );
-    this.#adopted = db.prepare('SELECT * FROM attachments WHERE adopted_at_ms IS NOT NULL ORDER BY id');
+    this.#adopted = db.prepare('SELECT * FROM attachments WHERE adopted_at_ms IS NOT NULL ORDER BY generation');
     this.#countAdopted = db.prepare('SELECT count(*) AS n FROM attachments WHERE adopted_at_ms IS NOT NULL');
   }
 
   /** Inserts a committed, adopted attachment; returns the row as written. */
   insert(a: NewAdoptedAttachment, nowMs: number): AttachmentRow {
-    const id = this.#idTaken.get(a.generation) === undefined ? a.generation : null;
+    const generation = this.#generationTaken.get(a.generation) === undefined ? a.generation : null;
     const info = this.#insert.run({
-      id,
+      generation,
       network: a.network,
       containerId: a.containerId,
       ifName: a.ifName,
@@ -54,7 +54,7 @@ export class AdoptedStore {
       nowMs,
     });
     return {
-      id: Number(info.lastInsertRowid),
+      generation: Number(info.lastInsertRowid),
       network: a.network,
       container_id: a.containerId,
       if_name: a.ifName,

@@ -67,11 +67,13 @@ export class AttachmentStore {
     );
     this.#getAttachment = db.prepare('SELECT * FROM attachments WHERE container_id = ? AND if_name = ?');
     this.#attachmentsOfContainer = db.prepare('SELECT * FROM attachments WHERE container_id = ?');
-    this.#attachmentsOfNetwork = db.prepare('SELECT * FROM attachments WHERE network = ? ORDER BY id');
-    this.#allAttachments = db.prepare('SELECT * FROM attachments ORDER BY id');
-    this.#commitAttachment = db.prepare(`UPDATE attachments SET state = 'committed', updated_at_ms = ? WHERE id = ?`);
-    this.#touchAttachment = db.prepare('UPDATE attachments SET updated_at_ms = ? WHERE id = ?');
-    this.#deleteAttachment = db.prepare('DELETE FROM attachments WHERE id = ?');
+    this.#attachmentsOfNetwork = db.prepare('SELECT * FROM attachments WHERE network = ? ORDER BY generation');
+    this.#allAttachments = db.prepare('SELECT * FROM attachments ORDER BY generation');
+    this.#commitAttachment = db.prepare(
+      `UPDATE attachments SET state = 'committed', updated_at_ms = ? WHERE generation = ?`,
+    );
+    this.#touchAttachment = db.prepare('UPDATE attachments SET updated_at_ms = ? WHERE generation = ?');
+    this.#deleteAttachment = db.prepare('DELETE FROM attachments WHERE generation = ?');
     this.#insertInterface = db.prepare(
       `INSERT INTO interfaces (attachment_id, position, container_id, if_name, endpoint_id, nic_type, routes_json,
          host_veth_name, host_if_name, device_mac, static_addresses_json)
@@ -87,17 +89,17 @@ export class AttachmentStore {
     );
     this.#staticAddresses = db.prepare(
       `SELECT i.static_addresses_json AS json, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
-       FROM interfaces i JOIN attachments a ON a.id = i.attachment_id WHERE i.static_addresses_json IS NOT NULL`,
+       FROM interfaces i JOIN attachments a ON a.generation = i.attachment_id WHERE i.static_addresses_json IS NOT NULL`,
     );
     this.#countInterfaces = db.prepare(
       `SELECT a.network AS network, i.nic_type AS nicType, count(*) AS n
-       FROM interfaces i JOIN attachments a ON a.id = i.attachment_id GROUP BY a.network, i.nic_type`,
+       FROM interfaces i JOIN attachments a ON a.generation = i.attachment_id GROUP BY a.network, i.nic_type`,
     );
   }
 
-  /** Inserts an attachment in state `allocated`; returns the row as written (its id is the generation). */
+  /** Inserts an attachment in state `allocated`; returns the row as written, with its new generation. */
   insertAttachment(a: NewAttachment): AttachmentRow {
-    const row: Omit<AttachmentRow, 'id'> = {
+    const row: Omit<AttachmentRow, 'generation'> = {
       network: a.network,
       container_id: a.containerId,
       if_name: a.ifName,
@@ -111,7 +113,7 @@ export class AttachmentStore {
       updated_at_ms: a.nowMs,
       adopted_at_ms: null,
     };
-    return { id: Number(this.#insertAttachment.run(row).lastInsertRowid), ...row };
+    return { generation: Number(this.#insertAttachment.run(row).lastInsertRowid), ...row };
   }
 
   getAttachment(containerId: string, ifName: string): AttachmentRow | undefined {
@@ -124,7 +126,7 @@ export class AttachmentStore {
     return this.#attachmentsOfContainer
       .all(containerId)
       .map((r) => parseRow(AttachmentRowSchema, r, 'attachments', isAttachmentRow))
-      .sort((a, b) => a.id - b.id);
+      .sort((a, b) => a.generation - b.generation);
   }
 
   attachmentsOfNetwork(network: string): AttachmentRow[] {

@@ -36,7 +36,7 @@ export class DeviceStore {
     this.#all = db.prepare(
       `SELECT d.*, i.container_id AS container_id, i.if_name AS if_name, a.state AS attachment_state,
          a.updated_at_ms AS attachment_updated_at_ms, a.pod_namespace AS pod_namespace, a.pod_name AS pod_name
-       FROM devices d LEFT JOIN interfaces i ON i.id = d.interface_id LEFT JOIN attachments a ON a.id = i.attachment_id
+       FROM devices d LEFT JOIN interfaces i ON i.id = d.interface_id LEFT JOIN attachments a ON a.generation = i.attachment_id
        ORDER BY d.grp, d.mac`,
     );
     this.#remove = db.prepare('DELETE FROM devices WHERE mac = ? AND interface_id IS NULL');

@@ -54,7 +54,7 @@ export class Invariants {
         for (const r of db
           .prepare(
             `SELECT i.container_id, i.if_name, t.network, ? AS family FROM interfaces i
-             JOIN attachments t ON t.id = i.attachment_id
+             JOIN attachments t ON t.generation = i.attachment_id
              WHERE t.network = ? AND i.nic_type = 'InfraNIC' AND NOT EXISTS (
                SELECT 1 FROM addresses a JOIN pools p ON p.id = a.pool_id
                WHERE a.interface_id = i.id AND p.family = ?)`,
@@ -75,7 +75,7 @@ export class Invariants {
     }
     for (const r of db
       .prepare(
-        'SELECT container_id, if_name FROM attachments t WHERE NOT EXISTS (SELECT 1 FROM interfaces i WHERE i.attachment_id = t.id)',
+        'SELECT container_id, if_name FROM attachments t WHERE NOT EXISTS (SELECT 1 FROM interfaces i WHERE i.attachment_id = t.generation)',
       )
       .all()) {
       const row = parseRow(EmptyAttachmentSchema, r, 'attachments');

@@ -18,7 +18,7 @@ const OptText = z.nullable(z.string());
 const OptInt = z.nullable(Int);
 
 export const AttachmentRowSchema = z.object({
-  id: Int,
+  generation: Int,
   network: z.string(),
   container_id: z.string(),
   if_name: z.string(),

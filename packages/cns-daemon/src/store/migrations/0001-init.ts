@@ -17,8 +17,9 @@ CREATE TABLE pools (
 );
 
 CREATE TABLE attachments (
-  -- AUTOINCREMENT: ids are never reused, so the id doubles as the attachment's generation.
-  id                       INTEGER PRIMARY KEY AUTOINCREMENT,
+  -- Each allocation of (container_id, if_name) is a new generation; AUTOINCREMENT never reuses one, so a
+  -- request naming an earlier generation can never act on a later attachment.
+  generation               INTEGER PRIMARY KEY AUTOINCREMENT,
   network                  TEXT    NOT NULL,
   container_id             TEXT    NOT NULL,
   if_name                  TEXT    NOT NULL,
@@ -36,7 +37,7 @@ CREATE INDEX attachments_network ON attachments (network);
 
 CREATE TABLE interfaces (
   id                  INTEGER PRIMARY KEY,
-  attachment_id       INTEGER NOT NULL REFERENCES attachments (id) ON DELETE CASCADE,
+  attachment_id       INTEGER NOT NULL REFERENCES attachments (generation) ON DELETE CASCADE,
   position            INTEGER NOT NULL,
   container_id        TEXT    NOT NULL,
   if_name             TEXT    NOT NULL,
