@@ -4,9 +4,12 @@
  * takes over its database and socket, becomes ready, and only then is the old one sent SIGTERM — while
  * pods are added and deleted without pause through the real shim. No shim may fail, no ADD may wait for
  * readiness, no DEL may be queued, and nothing may be left behind. Each hand-over's window (from the old
- * ferryd holding its first request to the new one serving the socket) is measured and annotated.
+ * ferryd holding its first request to the new one serving the socket) is measured and annotated. Each
+ * surge pod's postStart hook (`ferryctl install --ready-file`) runs beside its ferryd and puts the CNI
+ * files in only once that ferryd serves: a new ferry-cni never meets the old ferryd (the version-skew rule).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
@@ -14,6 +17,7 @@ import { type Ferryd, type FerrydProcess, launchBeside } from '../fixtures/ferry
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
+import { DIST_BIN } from '../fixtures/paths';
 import { runShim, type ShimRun } from '../fixtures/shim';
 
 const ROLLOUTS = 10;
@@ -22,6 +26,7 @@ const WORKERS = 4;
 interface LogLine {
   msg: string;
   pid: number;
+  time: number;
   heldMs?: number;
   held?: number;
   releasedInMs?: number;
@@ -46,6 +51,21 @@ async function untilLogged(p: { log(): string }, msg: string, what: string): Pro
 const probe = async (ferryd: Ferryd, readyFile: string) =>
   (await ferryctl(ferryd, 'health', '--ready', '--ready-file', readyFile)).exitCode;
 
+/** The DaemonSet's postStart hook for a pod whose ferryd writes `readyFile`: resolves with when it ended. */
+function postStartInstall(
+  ferryd: Ferryd,
+  readyFile: string,
+): Promise<{ exitCode: number; stderr: string; atMs: number }> {
+  const conflist = join(ferryd.dir, 'in', '10-ferry.conflist');
+  mkdirSync(join(ferryd.dir, 'in'), { recursive: true });
+  writeFileSync(conflist, JSON.stringify({ cniVersion: '1.0.0', name: 'ferry', plugins: [{ type: 'ferry-cni' }] }));
+  const host = (d: string) => join(ferryd.dir, 'host', d);
+  const args = ['install', '--shim', `${DIST_BIN}/ferry-cni`, '--cni-bin-dir', host('bin'), '--conflist', conflist];
+  return ferryctl(ferryd, ...args, '--cni-conf-dir', host('net.d'), '--ready-file', readyFile, '--wait-sec', '30').then(
+    (r) => ({ exitCode: r.exitCode, stderr: r.stderr, atMs: Date.now() }),
+  );
+}
+
 test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, no queued DEL, nothing left`, async (t) => {
   // Addresses come back a second after each DEL: the churn must not run the pool dry.
   const { node, ferryd } = await useNode(t, { logLevel: 'info', cooldownSec: 1, reconcile: { intervalSec: 1 } });
@@ -69,8 +89,16 @@ test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, 
   for (let k = 0; k < ROLLOUTS; k++) {
     // The surge pod: beside the old one, on the same node, config and paths.
     const next: FerrydProcess = launchBeside(t, ferryd, node);
+    const installed = postStartInstall(ferryd, next.readyFile);
     // Its ferryd logs ready right after it has written its ready file: the probe then passes.
     await untilLogged(next, 'ferryd ready', `rollout ${k + 1}`);
+    const install = await installed;
+    expect(install.exitCode, `rollout ${k + 1}: postStart install: ${install.stderr}`).toBe(0);
+    const readyAtMs = lines(next.log()).find((l) => l.msg === 'ferryd ready')?.time ?? Number.POSITIVE_INFINITY;
+    expect(
+      install.atMs,
+      `rollout ${k + 1}: the new ferry-cni went in after the new ferryd served`,
+    ).toBeGreaterThanOrEqual(readyAtMs);
     expect(await probe(ferryd, next.readyFile), `rollout ${k + 1}: the new pod is ready`).toBe(0);
     const handedOver = lines(old.log())
       .filter((l) => l.msg.startsWith('handed over'))

@@ -59,11 +59,12 @@ commands:
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
   health [--ready [--ready-file F]]  exit 0 when ferryd is alive (ready; with F: and the ferryd writing F
                                      serves the socket); for probes
-  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
+  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D [--ready-file F [--wait-sec N]]
           [--ferryd-config-template F --ferryd-config-out F --node NAME
            [--api-server URL] [--api-token-file F] [--api-ca-file F]]
                                      the DaemonSet's init step: install ferry-cni and the conflist
-                                     atomically, render ferryd's config with the node's pod CIDRs
+                                     atomically (with F: once the ferryd writing F serves the socket,
+                                     waiting N s at most), render ferryd's config with the node's pod CIDRs
 
 exit codes: 0 ok, 1 ferryd reported a problem (or doctor found one), 2 usage, 3 ferryd unreachable
 `;
@@ -85,6 +86,7 @@ const OPTIONS = {
   apply: { type: 'boolean' },
   ready: { type: 'boolean' },
   'ready-file': { type: 'string' },
+  'wait-sec': { type: 'string' },
   shim: { type: 'string' },
   'cni-bin-dir': { type: 'string' },
   conflist: { type: 'string' },

@@ -1,6 +1,6 @@
-import { lstatSync, readFileSync } from 'node:fs';
 import { HealthSchema, ReadinessSchema } from '@ferry/shared-types/api/status';
 import type { Context } from '../context';
+import { notServedBy } from '../ready-file';
 
 /**
  * `health [--ready [--ready-file F]]`: exit 0 when ferryd is alive (or ready); what the DaemonSet's probes
@@ -23,23 +23,4 @@ export async function cmdHealth(ctx: Context): Promise<number> {
     }
   }
   return ctx.print('ready');
-}
-
-/** Why the socket is not served by the ferryd that writes `readyFile`; undefined when it is. */
-function notServedBy(readyFile: string, socket: string): string | undefined {
-  let written: string;
-  try {
-    written = readFileSync(readyFile, 'utf8').trim();
-  } catch {
-    return `${readyFile} is absent: this pod's ferryd does not serve ${socket} (yet, or any more)`;
-  }
-  let inode: number;
-  try {
-    inode = lstatSync(socket).ino;
-  } catch (err) {
-    return `${socket}: ${(err as Error).message}`;
-  }
-  return written === String(inode)
-    ? undefined
-    : `${socket} is served by another ferryd than the one writing ${readyFile}`;
 }
