@@ -9,8 +9,21 @@ test('a delegated device marker names the host device and the attachment; anythi
   expect(parseMarker('ferry:host-ifname=ens1f0v3')).toBeUndefined();
   expect(parseMarker('the app was here')).toBeUndefined();
   expect(parseMarker(undefined)).toBeUndefined();
-  // The grammar takes more keys (a secondary network's device will carry its attachment's key too).
+  // A secondary network's device carries its attachment's key and generation, in any order.
   expect(parseMarker(`${markerOf('ens1f0v3', 'net1')} net=sriov ctr=${ID} gen=7`)).toEqual({
+    hostIfName: 'ens1f0v3',
+    attachmentIfName: 'net1',
+    attachment: { generation: 7, network: 'sriov', containerId: ID },
+  });
+  const key = { generation: 7, network: 'sriov', containerId: ID };
+  expect(parseMarker(markerOf('ens1f0v3', 'net1', key))?.attachment).toEqual(key);
+  // A key too long for the alias is left out: the device is still known, its attachment not adoptable.
+  const long = { ...key, network: 'n'.repeat(200) };
+  expect(markerOf('ens1f0v3', 'net1', long)).toBe(markerOf('ens1f0v3', 'net1'));
+  // Readers ignore keys they do not know; a partial or invalid key is no key.
+  expect(parseMarker(`${markerOf('ens1f0v3', 'net1')} gen=7 net=sriov`)?.attachment).toBeUndefined();
+  expect(parseMarker(`${markerOf('ens1f0v3', 'net1')} gen=0 net=sriov ctr=${ID}`)?.attachment).toBeUndefined();
+  expect(parseMarker(`${markerOf('ens1f0v3', 'net1')} future=1`)).toEqual({
     hostIfName: 'ens1f0v3',
     attachmentIfName: 'net1',
   });

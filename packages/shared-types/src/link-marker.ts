@@ -9,7 +9,9 @@
  *   `ferry:gen=<generation> net=<network> if=<CNI_IFNAME> ctr=<containerId> ns=<netns>`.
  * - A delegated device (in the pod, whose root can rewrite it: never trusted for more than which
  *   attachment of that pod it belongs to): `ferry:host-ifname=<name on the node> attachment=<CNI_IFNAME>`,
- *   and the link group DELEGATED_GROUP, which an app overwriting the alias rarely touches.
+ *   and the link group DELEGATED_GROUP, which an app overwriting the alias rarely touches. A secondary
+ *   network's device is its attachment (no host veth names it), so its marker adds the attachment's key
+ *   and generation when they fit: `... gen=<generation> net=<network> ctr=<containerId>`.
  *
  * No zod and no I/O: the shim reads device markers on its hot paths.
  */
@@ -39,24 +41,54 @@ function fieldsOf(alias: string | undefined): Map<string, string> | undefined {
 
 const utf8Bytes = (s: string) => new TextEncoder().encode(s).length;
 
+/** A secondary network's attachment as its device's marker names it. */
+export interface AttachmentKey {
+  generation: number;
+  network: string;
+  containerId: string;
+}
+
 /** What a delegated device's marker says: its name on the node and the attachment that took it. */
 export interface Marker {
   hostIfName: string;
   attachmentIfName: string;
+  /** A secondary network's device only (it is the attachment): the attachment's key and generation. */
+  attachment?: AttachmentKey;
 }
 
-/** A delegated device's marker. */
-export const markerOf = (hostIfName: string, attachmentIfName: string) =>
-  `${PREFIX}host-ifname=${hostIfName} attachment=${attachmentIfName}`;
+/** A delegated device's marker; with `attachment` (a secondary network's device) when it fits 255 bytes. */
+export function markerOf(hostIfName: string, attachmentIfName: string, attachment?: AttachmentKey): string {
+  const marker = `${PREFIX}host-ifname=${hostIfName} attachment=${attachmentIfName}`;
+  if (!attachment) return marker;
+  const keyed = `${marker} gen=${attachment.generation} net=${attachment.network} ctr=${attachment.containerId}`;
+  return utf8Bytes(keyed) <= MAX_ALIAS_BYTES ? keyed : marker;
+}
 
 /** What a delegated device's marker says, or undefined when the alias is not one. */
 export function parseMarker(alias: string | undefined): Marker | undefined {
   const f = fieldsOf(alias);
   const hostIfName = f?.get('host-ifname');
   const attachmentIfName = f?.get('attachment');
-  if (!hostIfName || !attachmentIfName || ifNameProblem(hostIfName) || ifNameProblem(attachmentIfName))
+  if (!f || !hostIfName || !attachmentIfName || ifNameProblem(hostIfName) || ifNameProblem(attachmentIfName))
     return undefined;
-  return { hostIfName, attachmentIfName };
+  const attachment = attachmentKeyOf(f);
+  return { hostIfName, attachmentIfName, ...(attachment ? { attachment } : {}) };
+}
+
+/** gen=, net= and ctr= together and valid, or undefined. */
+function attachmentKeyOf(f: Map<string, string>): AttachmentKey | undefined {
+  const generation = generationOf(f.get('gen'));
+  const network = f.get('net');
+  const containerId = f.get('ctr');
+  if (generation === undefined || network === undefined || containerId === undefined) return undefined;
+  if (networkNameProblem(network) || containerIdProblem(containerId)) return undefined;
+  return { generation, network, containerId };
+}
+
+function generationOf(gen: string | undefined): number | undefined {
+  if (!gen || !/^[1-9][0-9]{0,15}$/.test(gen)) return undefined;
+  const generation = Number(gen);
+  return Number.isSafeInteger(generation) ? generation : undefined;
 }
 
 /** An InfraNIC's attachment as its host veth's marker names it. */
@@ -95,11 +127,9 @@ export function hostVethMarkerOf(m: Required<HostVethMarker>): string {
 /** What a host veth's marker says, or undefined when the alias is not one (or any field is not valid). */
 export function parseHostVethMarker(alias: string | undefined): HostVethMarker | undefined {
   const f = fieldsOf(alias);
-  const gen = f?.get('gen');
+  const generation = generationOf(f?.get('gen'));
   const ifName = f?.get('if');
-  if (!f || !gen || !/^[1-9][0-9]{0,15}$/.test(gen) || !ifName || ifNameProblem(ifName)) return undefined;
-  const generation = Number(gen);
-  if (!Number.isSafeInteger(generation)) return undefined;
+  if (!f || generation === undefined || !ifName || ifNameProblem(ifName)) return undefined;
   const network = f.get('net');
   const containerId = f.get('ctr');
   if ((network === undefined) !== (containerId === undefined)) return undefined;

@@ -19,7 +19,7 @@ import { IpBatch, type IpLink, isNetError, netnsAt, parseLinks, SELF, sameMac } 
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { DELEGATED_GROUP, markerOf, parseMarker } from '@ferry/shared-types/link-marker';
+import { type AttachmentKey, DELEGATED_GROUP, markerOf, parseMarker } from '@ferry/shared-types/link-marker';
 import type { Deps } from '../deps';
 import type { Rollback } from '../rollback';
 
@@ -39,6 +39,8 @@ export interface DelegatedTarget {
   netns: string;
   /** CNI_IFNAME of the attachment, for the marker. */
   attachmentIfName: string;
+  /** A secondary network's device is its attachment: its marker names the key, for ferryd's adoption. */
+  attachment?: AttachmentKey;
   /** Each device has its own MAC, so the others' moves do not make this listing wrong for the next one. */
   nodeLinks: readonly IpLink[];
 }
@@ -77,7 +79,7 @@ async function moveDeviceIn(dev: IpLink, plan: DelegatedNicPlan, target: Delegat
   const what = `move device ${plan.mac} into ${target.netns}`;
   const move = new IpBatch()
     .setDown(dev.ifname)
-    .setAlias(dev.ifname, markerOf(plan.hostIfName, target.attachmentIfName))
+    .setAlias(dev.ifname, markerOf(plan.hostIfName, target.attachmentIfName, target.attachment))
     .setGroup(dev.ifname, DELEGATED_GROUP)
     .moveTo(dev.ifname, target.netns);
   try {

@@ -23,16 +23,33 @@ interface Kernel {
   node: IpLink[];
   routes: { dst: string; dev: string; scope: string }[];
   pods: Map<string, IpLink[]>;
+  /** Addresses in the pods, by netns and device (CIDR notation). */
+  podAddresses: Map<string, string[]>;
 }
 
+/** A secondary network (infraNIC: false) beside the default one. */
+const SRIOV = { name: 'sriov', infraNIC: false, ipv4: { subnet: '192.168.50.0/24' } };
+
 function useNode(t: TestContext) {
-  const config = testConfig(tempDir(t), { cooldownSec: 30 });
+  const config = testConfig(tempDir(t), {
+    cooldownSec: 30,
+    networks: [{ name: 'ferry', ipv4: { subnet: '10.244.1.0/24' }, ipv6: { subnet: 'fd00:10:244:1::/64' } }, SRIOV],
+  });
   const store = openDatabase(config.database);
   t.onTestFinished(() => store.close());
-  const kernel: Kernel = { node: [], routes: [], pods: new Map() };
+  const kernel: Kernel = { node: [], routes: [], pods: new Map(), podAddresses: new Map() };
   const backend: IpBackend = {
     async show(ns, q) {
       if (q.of === 'routes') return [kernel.routes];
+      if (q.of === 'addresses' && ns.kind !== 'self') {
+        const local = kernel.podAddresses.get(`${ns.path} ${q.dev}`) ?? [];
+        const addr_info = local.map((a) => ({
+          family: 'inet',
+          local: a.split('/')[0],
+          prefixlen: Number(a.split('/')[1]),
+        }));
+        return [[{ ifindex: 9, ifname: q.dev, addr_info }]];
+      }
       if (q.of !== 'links') throw new Error(`unexpected read ${q.of}`);
       if (ns.kind === 'self') return [kernel.node];
       const pod = kernel.pods.get(ns.path);
@@ -193,6 +210,39 @@ test("a pod's delegated device is held for it only when ferryd would give it tha
   ]);
   expect(n.attachments.get('b').interfaces.map((i) => i.ifName)).toEqual(['eth0']);
   expect(n.devices.get(DEVICE.mac)?.interface_id).not.toBeNull();
+});
+
+test("a secondary network's attachment is adopted from its device's marker, never taking what another holds", async (t) => {
+  const n = useNode(t);
+  const OTHER = '02:fe:00:00:00:02';
+  n.devices.upsert(OTHER, 'frontend', 'eth2');
+  const secondaryDevice = (mac: string, containerId: string, network = 'sriov'): IpLink => ({
+    ifindex: 9,
+    ifname: 'net1',
+    address: mac,
+    ifalias: markerOf('eth1', 'net1', { generation: 20, network, containerId }),
+    group: String(0x46525259),
+  });
+  // Pod a: its InfraNIC's veth and, in the pod, its secondary network's device net1 with a pool address.
+  const a = n.livePod('a', 3, 1, [secondaryDevice(DEVICE.mac, 'a')]);
+  n.kernel.podAddresses.set(`${a.netns} net1`, ['192.168.50.7/24', '10.9.9.9/24']);
+  // Pod b's device names a network with an InfraNIC: a pod cannot make its device an attachment there.
+  n.livePod('b', 4, 2, [{ ...secondaryDevice(OTHER, 'b', 'ferry'), ifname: 'net1' }]);
+  const r = await n.adoption.pass();
+  expect(r).toMatchObject({ adopted: 3, devices: 1 });
+  const net1 = n.attachments.get('a').interfaces.find((i) => i.ifName === 'net1');
+  expect(net1).toMatchObject({ nicType: 'DelegatedNIC', network: 'sriov', generation: 20, hostIfName: 'eth1' });
+  expect(net1?.adoptedAt).toBeDefined();
+  // Only the address inside the network's pool is held.
+  expect(net1?.addresses.map((x) => x.address)).toEqual(['192.168.50.7/24']);
+  expect(n.attachments.get('b').interfaces.map((i) => i.ifName)).toEqual(['eth0']);
+  expect(n.devices.get(OTHER)?.interface_id).toBeNull();
+  // Generations never repeat: the sequence passed the device marker's too.
+  expect(n.allocate('fresh').generation).toBeGreaterThan(20);
+  // Its DEL releases it: the address cools down, the device is free.
+  n.attachments.release('a', 'sriov', 'net1');
+  expect(n.devices.get(DEVICE.mac)?.interface_id).toBeNull();
+  expect(n.assigned().some((x) => x.includes('192.168.50.7'))).toBe(false);
 });
 
 test('a device two pods claim, or one whose MAC is on the node, is held for no one', async (t) => {

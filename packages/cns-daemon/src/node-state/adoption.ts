@@ -16,10 +16,18 @@
  * attachment whose release was asked for since a little before the pass (Attachments.releaseAskedSince)
  * is not brought back: a DEL deletes the veth before it releases, CNI GC releases before the shim deletes.
  * An adopted attachment whose host veth is gone (its pod is) is released by the next pass.
+ *
+ * A secondary network's attachment (infraNIC: false) has no host veth: its device, in the pod, is the
+ * attachment and its marker names the key and generation. Those are found in the pods this pass reads
+ * (those of host veths it adopts: a database that lost them lost their pods' secondary attachments too)
+ * and adopted after the host veths, so nothing a pod says can take what a trusted marker gave: the
+ * device only as above, its addresses only inside that network's pool and only where no interface holds
+ * them.
  */
 import { type Ip, type IpLink, netnsAt, SELF } from '@ferry/net';
 import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
 import {
+  type AttachmentKey,
   DELEGATED_GROUP,
   type HostVethMarker,
   parseHostVethMarker,
@@ -64,7 +72,7 @@ export interface AdoptionResult {
   adopted: number;
   /** Of those, how many replaced an older generation the database held. */
   replaced: number;
-  /** Delegated devices found in adopted pods and held for them. */
+  /** Delegated devices found in adopted pods and held for them (a secondary network's included). */
   devices: number;
   /** Adopted attachments released because their host veth is gone. */
   released: number;
@@ -95,6 +103,16 @@ interface Candidate {
 interface NodeLinks {
   macs: ReadonlySet<string>;
   names: ReadonlySet<string>;
+}
+
+/** A secondary network's device found in a pod this pass reads, its marker naming an attachment the database lacks. */
+interface SecondaryCandidate {
+  netns: string;
+  link: IpLink;
+  key: AttachmentKey;
+  hostIfName: string;
+  /** The device's addresses in the pod (CIDR notation). */
+  addresses: string[];
 }
 
 const macOf = (l: IpLink) => (l.permaddr ?? l.address)?.toLowerCase();
@@ -134,7 +152,12 @@ export class Adoption {
       c.inSameNetns = c.netns === '' ? 1 : candidates.filter((o) => o.netns === c.netns).length;
     }
     await this.#readPods(candidates);
-    const maxGeneration = Math.max(0, ...marked.map((m) => m.marker.generation));
+    const secondaries = await this.#secondariesIn(candidates, since);
+    const maxGeneration = Math.max(
+      0,
+      ...marked.map((m) => m.marker.generation),
+      ...secondaries.map((s) => s.key.generation),
+    );
     const onNode: NodeLinks = {
       macs: new Set(links.flatMap((l) => macOf(l) ?? [])),
       names: new Set(links.map((l) => l.ifname)),
@@ -143,13 +166,21 @@ export class Adoption {
       const r: AdoptionResult = { adopted: 0, replaced: 0, devices: 0, released: 0 };
       // Generations never repeat, whatever the database forgot: the next one is above all the node shows.
       if (maxGeneration > this.#deps.adopted.sequence()) this.#deps.adopted.raiseSequence(maxGeneration);
-      const claims = deviceClaims(candidates);
+      const claims = deviceClaims(candidates, secondaries);
       for (const c of candidates) {
         const outcome = this.#adopt(c, since, claims, onNode);
         if (!outcome) continue;
         r.adopted++;
         if (outcome.replaced) r.replaced++;
         r.devices += outcome.devices;
+      }
+      // After the host veths: a pod's word never takes what a trusted marker gave.
+      for (const sc of secondaries) {
+        const outcome = this.#adoptSecondary(sc, since, claims, onNode);
+        if (!outcome) continue;
+        r.adopted++;
+        if (outcome.replaced) r.replaced++;
+        r.devices++;
       }
       return r;
     });
@@ -295,19 +326,9 @@ export class Adoption {
     for (const l of claimedLinks(c)) {
       const mac = macOf(l);
       const row = mac ? devices.get(mac) : undefined;
-      const refused = !mac
-        ? 'no MAC'
-        : !row
-          ? 'not in the inventory'
-          : row.interface_id !== null
-            ? 'held by another interface'
-            : onNode.macs.has(mac)
-              ? 'a device with that MAC is on the node'
-              : (claims.get(mac) ?? 0) > 1
-                ? 'claimed by more than one pod'
-                : names.has(l.ifname)
-                  ? `interface name ${l.ifname} is taken in the container`
-                  : undefined;
+      const refused =
+        this.#deviceRefusal(mac, row, claims, onNode) ??
+        (names.has(l.ifname) ? `interface name ${l.ifname} is taken in the container` : undefined);
       const hostIfName = refused || !row ? undefined : this.#hostNameOf(row, l, onNode);
       if (!row || !hostIfName) {
         log.warn(
@@ -350,6 +371,114 @@ export class Adoption {
     return named;
   }
 
+  /** The secondary networks' devices in the pods read, whose attachment the database lacks, with their addresses. */
+  async #secondariesIn(candidates: readonly Candidate[], sinceMs: number): Promise<SecondaryCandidate[]> {
+    const { attachmentStore, attachments, ip } = this.#deps;
+    const found: SecondaryCandidate[] = [];
+    const seen = new Set<string>();
+    for (const c of candidates) {
+      if (c.netns === '' || seen.has(c.netns)) continue;
+      seen.add(c.netns);
+      for (const link of c.podLinks ?? []) {
+        const marker = parseMarker(link.ifalias);
+        const key = marker?.attachment;
+        // The device takes CNI_IFNAME: its marker's attachment is its own name.
+        if (!marker || !key || marker.attachmentIfName !== link.ifname) continue;
+        if (attachments.releaseAskedSince(key.containerId, link.ifname, sinceMs)) continue;
+        const held = attachmentStore.getAttachment(key.containerId, link.ifname);
+        if (held && held.generation >= key.generation) continue;
+        const shown = await ip.linkAddresses(netnsAt(c.netns), link.ifname).catch(() => undefined);
+        const addresses = (shown?.addr_info ?? []).map((a) => `${a.local}/${a.prefixlen}`);
+        found.push({ netns: c.netns, link, key, hostIfName: marker.hostIfName, addresses });
+      }
+    }
+    return found;
+  }
+
+  /** One secondary network's attachment, inside the pass's transaction; undefined when not adopted. */
+  #adoptSecondary(
+    sc: SecondaryCandidate,
+    sinceMs: number,
+    claims: ReadonlyMap<string, number>,
+    onNode: NodeLinks,
+  ): { replaced: boolean } | undefined {
+    const { attachmentStore, adopted, attachments, devices, ipam, log } = this.#deps;
+    const { key, link } = sc;
+    const net = ipam.networks().find((n) => n.config.name === key.network);
+    const mac = macOf(link);
+    const row = mac ? devices.get(mac) : undefined;
+    const refused = !net
+      ? 'no such network'
+      : net.config.infraNIC
+        ? 'not a secondary network'
+        : this.#deviceRefusal(mac, row, claims, onNode);
+    const hostIfName = refused || !row ? undefined : this.#hostNameOf(row, link, onNode);
+    if (!net || !row || !hostIfName || attachments.releaseAskedSince(key.containerId, link.ifname, sinceMs)) {
+      if (refused || !hostIfName)
+        log.warn(
+          { ...key, ifName: link.ifname, mac, reason: refused ?? 'its name on the node is not known' },
+          'secondary network device in pod not adopted',
+        );
+      return undefined;
+    }
+    const held = attachmentStore.getAttachment(key.containerId, link.ifname);
+    if (held && held.generation >= key.generation) return undefined;
+    if (held) attachments.release(held.container_id, held.network, held.if_name, held.generation);
+    const now = this.#deps.now();
+    const attachment = adopted.insert({ ...key, ifName: link.ifname, netns: sc.netns }, now);
+    const interfaceId = attachmentStore.insertInterface({
+      attachmentId: attachment.generation,
+      position: 0,
+      containerId: key.containerId,
+      ifName: link.ifname,
+      endpointId: endpointIdOf('DelegatedNIC', key.containerId, link.ifname),
+      nicType: 'DelegatedNIC',
+      routesJson: net.routesJson,
+      hostIfName,
+      deviceMac: row.mac,
+    });
+    if (link.address) attachmentStore.commitInterface(attachment.generation, link.ifname, link.address, link.ifindex);
+    devices.assign(row.mac, interfaceId);
+    const claimed = sc.addresses.flatMap((a) => this.#claimUnheld(net.pools, a, interfaceId, now));
+    log.warn(
+      { ...key, ifName: link.ifname, netns: sc.netns, device: row.mac, addresses: claimed },
+      'secondary network endpoint adopted from its device in the pod',
+    );
+    return { replaced: held !== undefined };
+  }
+
+  /** Why a device a pod shows may not be held for it; undefined when ferryd would give it to that pod anyway. */
+  #deviceRefusal(
+    mac: string | undefined,
+    row: DeviceRow | undefined,
+    claims: ReadonlyMap<string, number>,
+    onNode: NodeLinks,
+  ): string | undefined {
+    if (!mac) return 'no MAC';
+    if (!row) return 'not in the inventory';
+    if (row.interface_id !== null) return 'held by another interface';
+    if (onNode.macs.has(mac)) return 'a device with that MAC is on the node';
+    return (claims.get(mac) ?? 0) > 1 ? 'claimed by more than one pod' : undefined;
+  }
+
+  /** `cidr`'s address, Assigned to `interfaceId` if it is in one of `pools` and no interface holds it. */
+  #claimUnheld(pools: readonly { spec: PoolSpec; poolId: number }[], cidr: string, interfaceId: number, now: number) {
+    const address = cidr.split('/')[0] ?? '';
+    let family: Family;
+    try {
+      family = familyOf(address);
+    } catch {
+      return [];
+    }
+    const n = toBigInt(address);
+    const pool = pools.find((p) => p.spec.family === family && contains(p.spec.subnet, n));
+    if (!pool) return [];
+    const hex = offsetHex(pool.spec, n);
+    if (this.#deps.pools.rowAt(pool.poolId, hex)?.interface_id != null) return [];
+    this.#deps.pools.claim(pool.poolId, hex, address, interfaceId, now);
+    return [address];
+  }
+
   /** Adopted attachments whose host veth has gone (the pod with it): released now, as a DEL would. */
   #releaseVanished(present: ReadonlySet<string>): number {
     const { adopted, attachmentStore, attachments, log } = this.#deps;
@@ -374,14 +503,16 @@ export class Adoption {
   }
 }
 
-/** How many candidates claim each MAC: a device two pods claim is neither's. */
-function deviceClaims(candidates: readonly Candidate[]): Map<string, number> {
+/** How many candidates claim each MAC: a device two pods (or two attachments) claim is neither's. */
+function deviceClaims(
+  candidates: readonly Candidate[],
+  secondaries: readonly SecondaryCandidate[],
+): Map<string, number> {
   const claims = new Map<string, number>();
-  for (const c of candidates) {
-    for (const l of claimedLinks(c)) {
-      const mac = macOf(l);
-      if (mac) claims.set(mac, (claims.get(mac) ?? 0) + 1);
-    }
+  const links = [...candidates.flatMap((c) => claimedLinks(c)), ...secondaries.map((s) => s.link)];
+  for (const l of links) {
+    const mac = macOf(l);
+    if (mac) claims.set(mac, (claims.get(mac) ?? 0) + 1);
   }
   return claims;
 }
