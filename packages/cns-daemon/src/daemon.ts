@@ -10,7 +10,6 @@ import type { FerrydConfig } from './config';
 import { StartupError } from './errors';
 import { HandingOver } from './handover/handing-over';
 import { readyFileAt } from './handover/ready-file';
-import { rehearseStartup } from './handover/rehearsal';
 import { openTakingOver } from './handover/taking-over';
 import type { Lifecycle } from './lifecycle';
 import { recordRecovery } from './node-state/build';
@@ -155,12 +154,6 @@ async function openStore(config: FerrydConfig, opts: DaemonOptions): Promise<Ope
     socket: config.socket,
     log: opts.log,
     waitMs: TAKE_OVER_WAIT_MS,
-    // Only when there is a predecessor to take over from: a rehearsal of start-up shortens its hold.
-    prepare: async () => {
-      const started = performance.now();
-      await rehearseStartup(config, opts.nativeBinding);
-      opts.log.info({ tookMs: Math.round(performance.now() - started) }, 'start-up rehearsed before taking over');
-    },
   });
   if (store.recovered) {
     const { reason, movedTo, removed } = store.recovered;

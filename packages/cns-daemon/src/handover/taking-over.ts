@@ -26,8 +26,6 @@ export interface TakeOverOptions extends OpenDbOptions {
   log: Logger;
   /** How long a holder that does not listen (it is starting) is asked again. */
   waitMs: number;
-  /** Run once, before the first request to the holder: what shortens the window it holds requests for. */
-  prepare?: () => Promise<void>;
 }
 
 /** The database, opened; taken over from the ferryd holding it when there is one. */
@@ -37,7 +35,6 @@ export async function openTakingOver(
 ): Promise<OpenedDb & { from?: HandOverAnswer }> {
   const until = Date.now() + opts.waitMs;
   let from: HandOverAnswer | undefined;
-  let prepared = false;
   for (;;) {
     try {
       return { ...openDatabase(path, opts), ...(from ? { from } : {}) };
@@ -53,10 +50,6 @@ export async function openTakingOver(
       // Answered, so its lock is gone or going: the kernel drops a flock with the last descriptor.
       await sleep(5);
       continue;
-    }
-    if (!prepared) {
-      prepared = true;
-      await opts.prepare?.();
     }
     const asked = await askToHandOver(opts.socket).catch((err: unknown) => err as Error);
     if (asked instanceof HandOverRefused) throw new StartupError(asked.message);
