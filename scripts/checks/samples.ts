@@ -12,6 +12,7 @@ const infraPlan = {
   endpointId: 'c1',
   hostVethName: 'fry1a2b3c4d5e6',
   hostVethMac: 'ee:ee:ee:ee:ee:ee',
+  hostVethAlias: 'ferry:gen=1 net=ferry if=eth0 ctr=c1 ns=/var/run/netns/p1',
   addresses: [v4, v6],
   routes: [
     { dst: '0.0.0.0/0', gw: '169.254.1.1' },
@@ -57,6 +58,7 @@ const delegatedRecord = {
   deviceMac: '02:00:00:00:00:01',
   addresses: delegatedPlan.addresses,
   routes: delegatedPlan.routes,
+  adoptedAt: '2026-12-01T08:00:00.000Z',
 };
 const CONF = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni' };
 const LINK = {
@@ -96,6 +98,7 @@ const attachmentRow = {
   state: 'committed',
   created_at_ms: 1_796_000_000_000,
   updated_at_ms: 1_796_000_000_500,
+  adopted_at_ms: null,
 };
 const addressRow = {
   pool_id: 1,
@@ -227,6 +230,10 @@ export const SAMPLES: Record<string, unknown[]> = {
       device_mac: null,
       static_addresses_json: null,
     },
+  ],
+  isAddressRow: [
+    addressRow,
+    { ...addressRow, state: 'PendingRelease', interface_id: null, available_at_ms: 1_796_000_030_000 },
   ],
   isFamilyAddressRow: [{ ...addressRow, family: 4 }],
   isAddressListRow: [{ ...addressRow, family: 6, network: 'ferry', container_id: 'c1', if_name: null }],

@@ -31,6 +31,7 @@ export const TARGETS: readonly Target[] = [
       './rows': [
         'AttachmentRowSchema',
         'InterfaceRowSchema',
+        'AddressRowSchema',
         'FamilyAddressRowSchema',
         'AddressListRowSchema',
         'DeviceRowSchema',

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { buildApp } from '../../packages/cns-daemon/src/app';
 import { validateConfig } from '../../packages/cns-daemon/src/config';
+import { HandingOver } from '../../packages/cns-daemon/src/handover/handing-over';
 import { buildServices } from '../../packages/cns-daemon/src/services';
 import { openDatabase } from '../../packages/cns-daemon/src/store/db';
 import { FERRY_API_HEADER, FERRY_API_VERSION } from '../../packages/shared-types/src/api/version';
@@ -35,7 +36,16 @@ export async function openApiDocument(): Promise<OpenApi> {
         now: Date.now,
         defaultMetrics: false,
       });
-      const app = await buildApp(services.deps, { surface: 'unix' });
+      // As startDaemon builds it: with the hand-over's route (POST /v1/handover).
+      const handingOver = new HandingOver({
+        socket: config.socket,
+        schemaVersion: 0,
+        log: pino({ level: 'silent' }),
+        graceMs: 0,
+        release: async () => {},
+        onAbandoned: () => {},
+      });
+      const app = await buildApp(services.deps, { surface: 'unix', handingOver });
       await app.ready();
       const doc = app.swagger() as unknown as OpenApi;
       await app.close();

@@ -126,9 +126,9 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   const ds = manifests().find((m) => m.obj.kind === 'DaemonSet')?.obj as unknown as IDaemonSet;
   const pod = ds.spec?.template.spec;
   if (!pod) throw new Error('the DaemonSet has no pod spec');
-  // The version-skew rule: the old ferryd stops before the new pod installs the new ferry-cni.
-  expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } });
   expect(pod.hostNetwork).toBe(true);
+  // A rollout surges: the new ferryd takes over from the old one before the old one is deleted.
+  expect(ds.spec?.updateStrategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
   const volumes = new Set((pod.volumes ?? []).map((v) => v.name));
   for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
     for (const m of c.volumeMounts ?? []) expect(volumes.has(m.name), `${c.name} mounts ${m.name}`).toBe(true);
@@ -149,19 +149,33 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
   );
   const ferryd = pod.containers.find((c) => c.name === 'ferryd');
   expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
-  expect(ferryd?.readinessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health', '--ready']);
+  // Ready means this pod's ferryd serves the socket (its ready file), not just that some ferryd does.
+  expect(ferryd?.readinessProbe?.exec?.command).toEqual([
+    '/opt/ferry/bin/ferryctl',
+    'health',
+    '--ready',
+    '--ready-file=/run/ferry-pod/ready',
+  ]);
+  expect(ferryd?.command).toContain('--ready-file=/run/ferry-pod/ready');
 
   // The config is rendered and checked before the CNI files go onto the host.
-  expect((pod.initContainers ?? []).map((c) => c.name)).toEqual(['render-config', 'check-config', 'install']);
+  expect((pod.initContainers ?? []).map((c) => c.name)).toEqual(['render-config', 'check-config']);
+  // The version-skew rule under surge: the CNI files go in from ferryd's postStart hook, once this pod's
+  // ferryd serves the socket (its ready file), never from an init container (the old ferryd still serves).
+  const postStart = ferryd?.lifecycle?.postStart?.exec?.command ?? [];
+  expect(postStart).toContain('--ready-file=/run/ferry-pod/ready');
+  const commands = new Map([
+    ['render-config', pod.initContainers?.find((c) => c.name === 'render-config')?.command ?? []],
+    ['install (postStart)', postStart],
+  ]);
   // Each ferryctl command line, as written, is one ferryctl accepts: with every path pointing nowhere it
   // gets past its arguments (a usage error is exit 2, whatever its wording) and fails on the first file.
-  for (const name of ['render-config', 'install']) {
-    const install = pod.initContainers?.find((c) => c.name === name)?.command ?? [];
+  for (const [name, install] of commands) {
     expect(install.slice(0, 2)).toEqual(['/opt/ferry/bin/ferryctl', 'install']);
     const flags = install.slice(2).filter((a) => a !== '--node=$(NODE_NAME)');
     const dry = await execa(
       `${DIST_BIN}/ferryctl`,
-      ['install', ...flags.map((f) => f.replace(/=.*/, '=/nonexistent'))],
+      ['install', ...flags.map((f) => (f.startsWith('--wait-sec=') ? f : f.replace(/=.*/, '=/nonexistent')))],
       { reject: false },
     );
     expect(dry.exitCode, `${name}: ${dry.stderr}`).toBe(1);

@@ -86,7 +86,7 @@ test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up 
   await inNetns(withDevice.netns, 'ip', 'link', 'set', 'net1', 'netns', node.path);
   writeFileSync(join(ferryd.deleteQueue, 'not-an-entry.json'), '{}');
   expect((await ferryctl(ferryd, 'reconcile')).stdout).toMatch(
-    /^cooled down: \d+ addresses; stale endpoints released: \d+; devices refunded: \d+, renamed home: \d+; queued DELs applied: \d+$/,
+    /^cooled down: \d+ addresses; stale endpoints released: \d+; devices refunded: \d+, renamed home: \d+; queued DELs applied: \d+; adopted from the node: \d+, released \(host veth gone\): \d+; released after a reboot: \d+$/,
   );
   const sick = await ferryctl(ferryd, 'doctor', '--json');
   expect(sick.exitCode).toBe(1);

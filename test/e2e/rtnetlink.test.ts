@@ -18,6 +18,8 @@ import { useTmpDir } from '../fixtures/tmp';
 const BUN = `${ROOT}/node_modules/.bin/bun`;
 const HOST_MAC = 'ee:ee:ee:ee:ee:ee';
 const POD_MAC = '02:42:0a:f4:00:05';
+/** A host veth's marker as ferryd words it: set in the request that sets the link up. */
+const HOST_ALIAS = 'ferry:gen=7 net=ferry if=eth0 ctr=c0ffee ns=/var/run/netns/a pod';
 
 interface Outcome {
   shown?: unknown[][];
@@ -84,7 +86,7 @@ async function buildPair(node: TestNetns, pod: TestNetns): Promise<[Outcome, Out
       },
       { op: 'setAddrGenMode', dev: 'fry0t', mode: 'none' },
       { op: 'addAddress', dev: 'fry0t', cidr: 'fe80::ecee:eeff:feee:eeee/64', nodad: true },
-      { op: 'setUp', dev: 'fry0t' },
+      { op: 'setUp', dev: 'fry0t', alias: HOST_ALIAS },
       { op: 'addRoute', route: { dst: '10.244.0.5/32', dev: 'fry0t', scope: 'link' } },
       { op: 'addRoute', route: { dst: 'fd00:10:244::5/128', dev: 'fry0t', scope: 'link' } },
     ],
@@ -115,7 +117,12 @@ test('a veth born in the pod, addresses, routes and neighbours are what the batc
 
   // Links: the host side in the node, the peer born in the pod under its final name; MACs, MTUs, up.
   expect(await linkNames(node)).toEqual(['fry0t', 'lo']);
-  expect(await link(node, 'fry0t')).toMatchObject({ address: HOST_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
+  expect(await link(node, 'fry0t')).toMatchObject({
+    address: HOST_MAC,
+    mtu: 1400,
+    ifalias: HOST_ALIAS,
+    linkinfo: { info_kind: 'veth' },
+  });
   const eth0 = await link(pod, 'eth0');
   expect(eth0).toMatchObject({ address: POD_MAC, mtu: 1400, linkinfo: { info_kind: 'veth' } });
   const shown = podSide.shown?.[0]?.[0] as { flags?: string[] } | undefined;

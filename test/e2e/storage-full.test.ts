@@ -42,6 +42,10 @@ async function useNodeOnTmpfs(t: Scope, queueOnDbDisk = false) {
   });
   const live = await podCall(t, ferryd);
   expect((await runShim(node, 'ADD', live)).exitCode).toBe(0);
+  // Its commit (a journal entry) is promoted now, while the disk has room: whether a later write would
+  // still fit in the blocks the WAL already holds is up to the file's layout, not to the test.
+  const ep = await ferryd.request('GET', `/v1/endpoints/${live.containerId}`);
+  expect((ep.json as { interfaces: { state: string }[] }).interfaces.map((i) => i.state)).toEqual(['committed']);
   return { dbDisk, queueDisk, node, ferryd, live };
 }
 

@@ -17,6 +17,7 @@ const alloc: Allocation = {
       endpointId: 'c1',
       hostVethName: 'fry0123456789ab',
       hostVethMac: 'ee:ee:ee:ee:ee:ee',
+      hostVethAlias: 'ferry:gen=1 net=ferry if=eth0 ctr=c1 ns=/var/run/netns/p',
       addresses: [{ family: 4, address: '10.244.1.5/32', gateway: '169.254.1.1' }],
       routes: [{ dst: '0.0.0.0/0', gw: '169.254.1.1' }],
     },

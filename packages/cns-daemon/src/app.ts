@@ -18,6 +18,7 @@ import type { Logger } from 'pino';
 import type { Attachments } from './attachments/attachments';
 import type { DevicePlugin } from './device-plugin/build';
 import { httpStatusOf } from './errors';
+import type { HandingOver } from './handover/handing-over';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
@@ -27,6 +28,7 @@ import { validatorCompiler } from './requests';
 import { allocationRoutes } from './routes/allocations';
 import { endpointRoutes } from './routes/endpoints';
 import { gcRoutes } from './routes/gc';
+import { handOverRoutes } from './routes/handover';
 import { healthRoutes } from './routes/health';
 import { operatorRoutes } from './routes/operator/index';
 import { statusRoutes } from './routes/status';
@@ -69,6 +71,8 @@ export interface AppOptions {
   tokens?: { read: string; admin?: string };
   /** Encode every answer through its route's schema and fail on drift (tests; see serializer.ts). */
   checkResponses?: boolean;
+  /** The unix surface's side of a rollout: POST /v1/handover and the hook that holds requests meanwhile. */
+  handingOver?: HandingOver;
 }
 
 /** The API version as the header states it. */
@@ -102,6 +106,8 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   app.setNotFoundHandler((req, reply) =>
     reply.status(404).send({ code: Code.NotFound, msg: `route ${req.method} ${req.url.split('?')[0]} not found` }),
   );
+  // First of all hooks: during a hand-over every request is held, then proxied to the successor.
+  if (opts.handingOver) app.addHook('onRequest', opts.handingOver.onRequest);
   // The version-skew rule (shared-types api/version.ts): every answer states this ferryd's API version,
   // and a ferry-cni outside the rule is refused before its request is read. Only ferry-cni sends the
   // header: ferryctl (of ferryd's own release) and operators' tools are served without it.
@@ -160,6 +166,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
     });
     await app.register(gcRoutes, { attachments: deps.attachments });
     await app.register(statusRoutes, { lifecycle: deps.lifecycle, storage: deps.storage, operator: deps.operator });
+    if (opts.handingOver) await app.register(handOverRoutes, { handingOver: opts.handingOver });
   }
   await app.register(operatorRoutes, {
     operator: deps.operator,

@@ -46,6 +46,7 @@ const ENV_KEYS = {
   FERRY_DATABASE: 'database',
   FERRY_DELETE_QUEUE: 'deleteQueue',
   FERRY_LOG_LEVEL: 'logLevel',
+  FERRY_BOOT_ID_PATH: 'bootIdPath',
 } as const;
 
 /** Parses ferryd's argv (without node and script). Unknown flags are an InvalidConfig error. */
@@ -63,6 +64,7 @@ export function parseFlags(argv: readonly string[]): {
     database: { type: 'string' },
     'delete-queue': { type: 'string' },
     'log-level': { type: 'string' },
+    'ready-file': { type: 'string' },
   } as const;
   let v: ReturnType<typeof parseArgs<{ options: typeof options }>>['values'];
   try {
@@ -75,6 +77,7 @@ export function parseFlags(argv: readonly string[]): {
   if (v.database) overrides.database = v.database;
   if (v['delete-queue']) overrides.deleteQueue = v['delete-queue'];
   if (v['log-level']) overrides.logLevel = v['log-level'];
+  if (v['ready-file']) overrides.readyFile = v['ready-file'];
   return {
     ...(v.config ? { config: v.config } : {}),
     check: v.check ?? false,

@@ -18,6 +18,11 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   let log: pino.Logger;
   let graceMs: number;
+  // A hand-over whose successor never took the socket: this ferryd ends (exit 1) and the kubelet restarts it.
+  let abandoned: string | undefined;
+  let onAbandoned = (reason: string) => {
+    abandoned = reason;
+  };
   // Listening from the start: a SIGTERM during start-up (a long queue drain, say) must still end in an
   // orderly stop, not the default exit with the store open.
   let signalled: NodeJS.Signals | undefined;
@@ -52,7 +57,12 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     log = pino({ level: config.logLevel, base: { pid: process.pid, name: 'ferryd' } });
     graceMs = config.shutdownGraceSec * 1000;
     log.info({ config: file ?? '(defaults)' }, 'ferryd starting');
-    daemon = await startDaemon(config, { log, defaultMetrics: true, ...nativeBindingOption() });
+    daemon = await startDaemon(config, {
+      log,
+      defaultMetrics: true,
+      onAbandoned: (reason) => onAbandoned(reason),
+      ...nativeBindingOption(),
+    });
   } catch (err) {
     process.off('SIGTERM', handler);
     process.off('SIGINT', handler);
@@ -62,25 +72,36 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     }
     throw err;
   }
-  await new Promise<void>((resolve) => {
+  const exitCode = await new Promise<number>((resolve) => {
+    onAbandoned = (reason: string) => {
+      abandoned = reason;
+      daemon.stop().then(
+        () => resolve(1),
+        () => resolve(1),
+      );
+    };
     onSignal = (signal: NodeJS.Signals) => {
       log.info({ signal }, 'shutting down: refusing ADD, finishing in-flight requests');
       // In-flight requests get shutdownGraceSec; after that ferryd goes anyway (the database is
       // consistent at every commit, and shims queue what they cannot send).
       const timer = setTimeout(() => {
         log.warn({ graceMs }, 'shutdown grace period over: exiting with requests still open');
-        resolve();
+        resolve(0);
       }, graceMs);
       timer.unref();
-      daemon.stop().then(resolve, (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        resolve();
-      });
+      daemon.stop().then(
+        () => resolve(0),
+        (err: unknown) => {
+          log.error({ err }, 'shutdown failed');
+          resolve(0);
+        },
+      );
     };
     if (signalled) onSignal(signalled);
+    else if (abandoned !== undefined) onAbandoned(abandoned);
   });
-  log.info('ferryd stopped');
-  return 0;
+  log.info(abandoned ? { reason: abandoned } : {}, 'ferryd stopped');
+  return exitCode;
 }
 
 function clusterSummary(config: FerrydConfig): string {

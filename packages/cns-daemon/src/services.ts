@@ -26,6 +26,7 @@ import { NodeChecks } from './doctor/node-checks';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
+import { buildNodeState, type NodeState } from './node-state/build';
 import { Operator, type OperatorDeps } from './operator';
 import type { buildPodServices, PodServices } from './pods/build';
 import { registerPodMetrics } from './pods/metrics';
@@ -107,7 +108,10 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     served,
   });
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
-  const reconciler = reconcilerOf(config, { attachments, ipam, inventory, drainer, storage }, stores, opts);
+  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
+  const nodeState = nodeStateOf(config, db, stores, { ipam, attachments, ip }, opts);
+  const parts = { attachments, ipam, inventory, drainer, storage, boot: nodeState.boot, adoption: nodeState.adoption };
+  const reconciler = reconcilerOf(config, parts, stores, opts);
   // Queued DELs that waited for the disk are applied now rather than at the next rescan.
   storage.onRecovered(() => drainer.drainSoon());
   // After the transaction: the pass shows freed devices home now rather than at the next period.
@@ -119,7 +123,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const operator = operatorOf(
     db,
     stores,
-    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin },
+    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin, nodeState },
     now,
   );
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
@@ -130,6 +134,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
   if (pods) registerPodMetrics(metrics.registry, pods);
+  nodeState.registerMetrics(metrics.registry);
   const ping = () => {
     db.prepare('SELECT 1').get();
   };
@@ -190,7 +195,7 @@ function attachmentsOf(
 
 function reconcilerOf(
   config: FerrydConfig,
-  parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage'>,
+  parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage' | 'boot' | 'adoption'>,
   stores: Stores,
   opts: ServiceOptions,
 ): Reconciler {
@@ -213,10 +218,11 @@ function operatorOf(
     ip: Ip;
     cluster: ClusterController | undefined;
     devicePlugin: DevicePlugin | undefined;
+    nodeState: NodeState;
   },
   now: () => number,
 ): Operator {
-  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin } = parts;
+  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin, nodeState } = parts;
   const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -233,6 +239,7 @@ function operatorOf(
       devices,
       drainer,
       ip,
+      nodeState: () => nodeState.violations(),
       ...inCluster,
       ...(devicePlugin ? { devicePlugin } : {}),
     }),
@@ -240,6 +247,18 @@ function operatorOf(
     now,
     reconcile: () => reconciler.runOnce(),
   });
+}
+
+function nodeStateOf(
+  config: FerrydConfig,
+  db: Db,
+  stores: Stores,
+  parts: { ipam: Ipam; attachments: Attachments; ip: Ip },
+  opts: ServiceOptions,
+): NodeState {
+  const { attachmentStore, pools, devices } = stores;
+  const { database, bootIdPath } = config;
+  return buildNodeState({ db, database, bootIdPath, attachmentStore, pools, devices, ...parts, ...opts });
 }
 
 /** What the state gauges read at each scrape. */

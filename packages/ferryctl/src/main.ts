@@ -57,12 +57,14 @@ commands:
   pods show <namespace/name> [--uid UID]
                                      one pod, found as an ADD finds it (the cache, else the API server)
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
-  health [--ready]                   exit 0 when ferryd is alive (ready); for probes
-  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D
+  health [--ready [--ready-file F]]  exit 0 when ferryd is alive (ready; with F: and the ferryd writing F
+                                     serves the socket); for probes
+  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D [--ready-file F [--wait-sec N]]
           [--ferryd-config-template F --ferryd-config-out F --node NAME
            [--api-server URL] [--api-token-file F] [--api-ca-file F]]
                                      the DaemonSet's init step: install ferry-cni and the conflist
-                                     atomically, render ferryd's config with the node's pod CIDRs
+                                     atomically (with F: once the ferryd writing F serves the socket,
+                                     waiting N s at most), render ferryd's config with the node's pod CIDRs
 
 exit codes: 0 ok, 1 ferryd reported a problem (or doctor found one), 2 usage, 3 ferryd unreachable
 `;
@@ -83,6 +85,8 @@ const OPTIONS = {
   keep: { type: 'string' },
   apply: { type: 'boolean' },
   ready: { type: 'boolean' },
+  'ready-file': { type: 'string' },
+  'wait-sec': { type: 'string' },
   shim: { type: 'string' },
   'cni-bin-dir': { type: 'string' },
   conflist: { type: 'string' },
@@ -129,8 +133,9 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
       return 2;
     }
   }
+  const socket = values.socket ?? env.FERRY_SOCKET ?? DEFAULT_SOCKET;
   const client = new FerrydClient({
-    socket: values.socket ?? env.FERRY_SOCKET ?? DEFAULT_SOCKET,
+    socket,
     ...(values.url ? { url: values.url } : {}),
     ...(token ? { token } : {}),
     timeoutMs: Number(values.timeout ?? 10_000),
@@ -140,6 +145,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv, io: 
     flags: values,
     json: values.json ?? false,
     client,
+    socket,
     print: (text) => {
       io.out(`${text}\n`);
       return 0;

@@ -6,6 +6,7 @@ test('typed methods build the command lines', () => {
     .addVeth({ name: 'fry1', mac: 'ee:ee:ee:ee:ee:ee', mtu: 1450, peer: { name: 'eth0', netns: '/var/run/netns/p' } })
     .addRoute({ dst: '10.0.0.5/32', dev: 'fry1', scope: 'link' })
     .addAddress('eth0', 'fd00::5/128', { nodad: true })
+    .setUp('fry1', { alias: 'ferry:gen=3 net=ferry' })
     .showLink('eth0');
   expect(b.lines).toEqual([
     {
@@ -29,6 +30,8 @@ test('typed methods build the command lines', () => {
     },
     { args: ['route', 'add', '10.0.0.5/32', 'dev', 'fry1', 'scope', 'link'], json: false },
     { args: ['addr', 'add', 'fd00::5/128', 'dev', 'eth0', 'nodad'], json: false },
+    // The alias goes in the request that sets the link up (one word: quoted in a batch).
+    { args: ['link', 'set', 'dev', 'fry1', 'up', 'alias', 'ferry:gen=3 net=ferry'], json: false },
     { args: ['link', 'show', 'dev', 'eth0'], json: true },
   ]);
 });

@@ -59,7 +59,7 @@ export interface VxlanSpec {
 export type BatchOp =
   | { op: 'addVeth'; spec: VethSpec }
   | { op: 'setAddrGenMode'; dev: string; mode: 'none' | 'eui64' }
-  | { op: 'setUp'; dev: string }
+  | { op: 'setUp'; dev: string; alias?: string }
   | { op: 'setDown'; dev: string }
   | { op: 'rename'; dev: string; to: string }
   | { op: 'setAlias'; dev: string; alias: string }
@@ -103,8 +103,12 @@ export class IpBatch {
     return this.#push({ op: 'setAddrGenMode', dev, mode });
   }
 
-  setUp(dev: string): this {
-    return this.#push({ op: 'setUp', dev });
+  /**
+   * Sets the link up; with `alias`, its alias (IFLA_IFALIAS, at most 255 bytes) in the same request, so
+   * a marker costs no request of its own.
+   */
+  setUp(dev: string, opts: { alias?: string } = {}): this {
+    return this.#push({ op: 'setUp', dev, ...(opts.alias === undefined ? {} : { alias: opts.alias }) });
   }
 
   setDown(dev: string): this {
@@ -220,7 +224,7 @@ function lineOf(o: BatchOp): BatchLine {
     case 'setAddrGenMode':
       return line(['link', 'set', 'dev', o.dev, 'addrgenmode', o.mode]);
     case 'setUp':
-      return line(['link', 'set', 'dev', o.dev, 'up']);
+      return line(['link', 'set', 'dev', o.dev, 'up', ...(o.alias === undefined ? [] : ['alias', o.alias])]);
     case 'setDown':
       return line(['link', 'set', 'dev', o.dev, 'down']);
     case 'rename':

@@ -114,16 +114,22 @@ async function buildNics(
 ): Promise<BuiltPair[]> {
   const nics: BuiltPair[] = [];
   let nodeLinks: IpLink[] | undefined;
-  // A secondary network's plan has no InfraNIC: its device takes CNI_IFNAME, which the pair holds.
-  if (earlyPair && !allocation.nics.some((n) => n.nicType === 'InfraNIC')) {
-    await deps.ip.deleteLink(SELF, earlyPair.hostVethName);
-  }
+  // A secondary network's plan has no InfraNIC: its device takes CNI_IFNAME, which the pair holds, and
+  // its marker names the attachment (no host veth does).
+  const secondary = !allocation.nics.some((n) => n.nicType === 'InfraNIC');
+  if (earlyPair && secondary) await deps.ip.deleteLink(SELF, earlyPair.hostVethName);
+  const key = { generation: allocation.generation, network: conf.name, containerId: args.containerId };
   for (const plan of allocation.nics) {
     if (plan.nicType === 'InfraNIC') {
       nics.push({ plan, built: await buildInfraNic(infraInputOf(plan, args, conf), undo, deps, earlyPair) });
     } else {
       nodeLinks ??= await deps.ip.listLinks(SELF);
-      const target = { netns: args.netns, attachmentIfName: args.ifName, nodeLinks };
+      const target = {
+        netns: args.netns,
+        attachmentIfName: args.ifName,
+        nodeLinks,
+        ...(secondary ? { attachment: key } : {}),
+      };
       nics.push({ plan, built: await buildDelegatedNic(plan, target, undo, deps) });
     }
   }

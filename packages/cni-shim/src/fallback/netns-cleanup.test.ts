@@ -1,6 +1,6 @@
 import type { IpLink } from '@ferry/net';
+import { DELEGATED_GROUP, markerOf } from '@ferry/shared-types/link-marker';
 import { expect, test } from 'vitest';
-import { DELEGATED_GROUP, markerOf } from '../nic/delegated';
 import { stateless } from './netns-cleanup';
 
 const link = (l: Partial<IpLink> & { ifname: string }): IpLink => ({

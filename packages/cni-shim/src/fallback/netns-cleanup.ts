@@ -9,8 +9,9 @@
  * reconciler finds it.
  */
 import { type IpLink, netnsAt, SELF } from '@ferry/net';
+import { parseMarker } from '@ferry/shared-types/link-marker';
 import type { Deps } from '../deps';
-import { AS_FOUND_ON_NODE, inDelegatedGroup, moveDeviceOut, parseMarker, travelNameOf } from '../nic/delegated';
+import { AS_FOUND_ON_NODE, inDelegatedGroup, moveDeviceOut, travelNameOf } from '../nic/delegated';
 
 /**
  * What the daemon-down DEL of attachment `ifName` does with link `l` of the pod. `ownMacs`: the MACs the

@@ -1,6 +1,7 @@
 import type { IpLink } from '@ferry/net';
+import { DELEGATED_GROUP, markerOf } from '@ferry/shared-types/link-marker';
 import { expect, test } from 'vitest';
-import { DELEGATED_GROUP, findInPod, markerOf, parseMarker } from './delegated';
+import { findInPod } from './delegated';
 
 const rec = { containerIfIndex: 12, mac: '02:00:00:00:00:01', ifName: 'net1', hostIfName: 'ens1f0v3' };
 
@@ -21,11 +22,4 @@ test('then the MAC, current or permanent, then the name only under our marker', 
   expect(findInPod([stranger], rec)).toBeUndefined();
   expect(findInPod([{ ...stranger, ifalias: markerOf('ens1f0v3', 'eth0') }], rec)?.ifindex).toBe(5);
   expect(findInPod([{ ...stranger, group: String(DELEGATED_GROUP) }], rec)?.ifindex).toBe(5);
-});
-
-test('a marker names the host device and the attachment; anything else is not a marker', () => {
-  expect(parseMarker(markerOf('ens1f0v3', 'eth0'))).toEqual({ hostIfName: 'ens1f0v3', attachmentIfName: 'eth0' });
-  expect(parseMarker('ferry:host-ifname=ens1f0v3')).toBeUndefined();
-  expect(parseMarker('the app was here')).toBeUndefined();
-  expect(parseMarker(undefined)).toBeUndefined();
 });

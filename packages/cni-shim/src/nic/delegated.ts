@@ -5,9 +5,9 @@
  * ADD moves the device under its host name and renames it inside the pod, so on the common path the
  * node sees no rename (udev and NetworkManager race with quick renames on the host, which is why
  * host-device went through a temporary netns). Only when a name clashes does the device travel under a
- * temporary `frt<mac>` name and get renamed where it lands. A marker on the link (its alias) names the
- * host device and the attachment, for the daemon-down DEL, which has no state; ferryd's record stays the
- * source of truth.
+ * temporary `frt<mac>` name and get renamed where it lands. A marker on the link (its alias,
+ * shared-types/link-marker.ts) names the host device and the attachment, for the daemon-down DEL, which
+ * has no state, and for ferryd rebuilding a lost record; ferryd's record stays the source of truth.
  *
  * DEL finds the device by the ifindex recorded after the final move, then by MAC, then by name (only a
  * link that is Ferry's), so a device renamed inside the pod still goes home, with the MAC it came with,
@@ -19,35 +19,12 @@ import { IpBatch, type IpLink, isNetError, netnsAt, parseLinks, SELF, sameMac } 
 import type { DelegatedNicPlan } from '@ferry/shared-types/api/allocations';
 import type { BuiltNic, InterfaceRecord } from '@ferry/shared-types/api/endpoints';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import { type AttachmentKey, DELEGATED_GROUP, markerOf, parseMarker } from '@ferry/shared-types/link-marker';
 import type { Deps } from '../deps';
 import type { Rollback } from '../rollback';
 
-/**
- * The link alias of a device while it is in a pod: its host name and the CNI_IFNAME of the attachment
- * that took it. Interface names hold no whitespace, so a space separates the two. The device is also put
- * in link group DELEGATED_GROUP: an app that overwrites the alias rarely touches the group, so the
- * daemon-down DEL still knows the device for Ferry's.
- */
-const MARKER_PREFIX = 'ferry:host-ifname=';
-/** "FRRY": the link group of a delegated device while it is in a pod. */
-export const DELEGATED_GROUP = 0x46525259;
-
 /** True when the link is in Ferry's group (ip prints the group as its number). */
 export const inDelegatedGroup = (l: IpLink) => l.group === String(DELEGATED_GROUP);
-export const markerOf = (hostIfName: string, attachmentIfName: string) =>
-  `${MARKER_PREFIX}${hostIfName} attachment=${attachmentIfName}`;
-
-export interface Marker {
-  hostIfName: string;
-  attachmentIfName: string;
-}
-
-/** What a Ferry marker says, or undefined when the alias is not one. */
-export function parseMarker(alias: string | undefined): Marker | undefined {
-  if (!alias?.startsWith(MARKER_PREFIX)) return undefined;
-  const m = /^(\S+) attachment=(\S+)$/.exec(alias.slice(MARKER_PREFIX.length));
-  return m?.[1] && m[2] ? { hostIfName: m[1], attachmentIfName: m[2] } : undefined;
-}
 
 /** A name that clashes nowhere: `frt` + the MAC's last 12 hex digits (15 bytes). */
 export function travelNameOf(mac: string): string {
@@ -62,6 +39,8 @@ export interface DelegatedTarget {
   netns: string;
   /** CNI_IFNAME of the attachment, for the marker. */
   attachmentIfName: string;
+  /** A secondary network's device is its attachment: its marker names the key, for ferryd's adoption. */
+  attachment?: AttachmentKey;
   /** Each device has its own MAC, so the others' moves do not make this listing wrong for the next one. */
   nodeLinks: readonly IpLink[];
 }
@@ -100,7 +79,7 @@ async function moveDeviceIn(dev: IpLink, plan: DelegatedNicPlan, target: Delegat
   const what = `move device ${plan.mac} into ${target.netns}`;
   const move = new IpBatch()
     .setDown(dev.ifname)
-    .setAlias(dev.ifname, markerOf(plan.hostIfName, target.attachmentIfName))
+    .setAlias(dev.ifname, markerOf(plan.hostIfName, target.attachmentIfName, target.attachment))
     .setGroup(dev.ifname, DELEGATED_GROUP)
     .moveTo(dev.ifname, target.netns);
   try {

@@ -61,6 +61,8 @@ const POD = '/var/run/netns/ferry-t-unit-pod';
 const VETH = 'fry0123456789ab';
 const V4 = { family: 4 as const, address: '10.244.1.5/32', gateway: '169.254.1.1' };
 const V6 = { family: 6 as const, address: 'fd00:10:244:1::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' };
+// The host veth's marker goes in the request that sets it up: the ADD makes no request for it.
+const MARKER = `ferry:gen=1 net=ferry if=eth0 ctr=c1 ns=${POD}`;
 const ROUTE4 = { dst: '0.0.0.0/0', gw: '169.254.1.1' };
 const ROUTE6 = { dst: '::/0', gw: 'fe80::ecee:eeff:feee:eeee' };
 
@@ -70,6 +72,7 @@ const planOf = (extra: Partial<InfraNicPlan> = {}): InfraNicPlan => ({
   endpointId: 'c1',
   hostVethName: VETH,
   hostVethMac: HOST_VETH_MAC,
+  hostVethAlias: MARKER,
   addresses: [V4, V6],
   routes: [ROUTE4, ROUTE6],
   ...extra,
@@ -140,7 +143,7 @@ test('dual stack: the pair is born with its pod side in the pod, then the host s
     `apply node: ${[
       PAIR_LINE,
       ...HOST_V6_GATEWAY,
-      `link set dev ${VETH} up`,
+      `link set dev ${VETH} up alias ${MARKER}`,
       `route add ${V4.address} dev ${VETH} scope link`,
       `route add ${V6.address} dev ${VETH} scope link`,
     ].join('; ')}`,
@@ -175,7 +178,7 @@ test('IPv4 only: no IPv6 gateway on the host veth, no IPv6 forwarding', async ()
   const { ip, d, undo } = world();
   await buildInfraNic(inputOf(planOf({ addresses: [V4], routes: [ROUTE4] })), undo, d);
   expect(ip.calls).toEqual([
-    `apply node: ${PAIR_LINE}; link set dev ${VETH} up; route add ${V4.address} dev ${VETH} scope link`,
+    `apply node: ${PAIR_LINE}; link set dev ${VETH} up alias ${MARKER}; route add ${V4.address} dev ${VETH} scope link`,
     `apply ${POD}: ${[
       'link set dev eth0 up',
       `addr add ${V4.address} dev eth0`,
@@ -192,7 +195,7 @@ test('IPv6 only: the host veth carries the gateway, no proxy ARP, no IPv4 route 
   const { ip, d, undo } = world();
   await buildInfraNic(inputOf(planOf({ addresses: [V6], routes: [ROUTE6] })), undo, d);
   expect(ip.calls).toEqual([
-    `apply node: ${[PAIR_LINE, ...HOST_V6_GATEWAY, `link set dev ${VETH} up`, `route add ${V6.address} dev ${VETH} scope link`].join('; ')}`,
+    `apply node: ${[PAIR_LINE, ...HOST_V6_GATEWAY, `link set dev ${VETH} up alias ${MARKER}`, `route add ${V6.address} dev ${VETH} scope link`].join('; ')}`,
     `apply ${POD}: ${[
       'link set dev eth0 up',
       `addr add ${V6.address} dev eth0 nodad`,
@@ -291,7 +294,7 @@ test('createPairEarly makes only the pair, and buildInfraNic then configures it 
   const early = ip.link(POD, 'eth0');
   const built = await buildInfraNic(inputOf(), undo, d, pairOf());
   expect(ip.calls[1]).toBe(
-    `apply node: ${[...HOST_V6_GATEWAY, `link set dev ${VETH} up`, `route add ${V4.address} dev ${VETH} scope link`, `route add ${V6.address} dev ${VETH} scope link`].join('; ')}`,
+    `apply node: ${[...HOST_V6_GATEWAY, `link set dev ${VETH} up alias ${MARKER}`, `route add ${V4.address} dev ${VETH} scope link`, `route add ${V6.address} dev ${VETH} scope link`].join('; ')}`,
   );
   expect(ip.calls).toHaveLength(3);
   expect(built.containerIfIndex).toBe(early?.ifindex);

@@ -110,7 +110,8 @@ function hostSide(input: InfraBuildInput, pairExists = false): IpBatch {
     b.setAddrGenMode(plan.hostVethName, 'none');
     b.addAddress(plan.hostVethName, `${v6.gateway}/64`, { nodad: true });
   }
-  b.setUp(plan.hostVethName);
+  // The marker rides on the request that sets the veth up: the node can say whose it is at no extra cost.
+  b.setUp(plan.hostVethName, { alias: plan.hostVethAlias });
   for (const a of plan.addresses) b.addRoute({ dst: a.address, dev: plan.hostVethName, scope: 'link' });
   return b;
 }

@@ -12,6 +12,7 @@ import type { QueueEntry } from '@ferry/shared-types/api/queue';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
 import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
+import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
 import type { PciAddresses } from '../devices/pci';
@@ -52,6 +53,11 @@ export type AttachmentKey = Pick<AllocateRequest, 'network' | 'containerId' | 'i
 export class Attachments {
   readonly #deps: AttachmentsDeps;
   readonly #tx: <T>(fn: () => T) => T;
+  /**
+   * When each attachment key was last asked to be released (found or not): the node-state adoption reads
+   * a host veth outside any transaction, and must not bring back an attachment whose DEL ran meanwhile.
+   */
+  readonly #releasesAsked = new Map<string, number>();
   readonly #choice: NicChoice;
   #devicesReleased: () => void = () => undefined;
   #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
@@ -294,6 +300,7 @@ export class Attachments {
    */
   releaseQueued(entry: QueueEntry): 'released' | 'absent' | 'stale' {
     return this.#tx(() => {
+      this.#releasesAsked.set(`${entry.containerId}/${entry.ifName}`, this.#deps.now());
       const a = this.#deps.attachmentStore.getAttachment(entry.containerId, entry.ifName);
       if (!a || a.network !== entry.network) return 'absent';
       if (a.updated_at_ms > Date.parse(entry.queuedAt)) return 'stale';
@@ -380,8 +387,22 @@ export class Attachments {
     }
   }
 
+  /**
+   * Whether a release of (containerId, ifName) was asked for at or after `sinceMs` (node-state/adoption.ts).
+   * Entries older than `sinceMs` are dropped: the adoption pass asks once per pass, with its start.
+   */
+  releaseAskedSince(containerId: string, ifName: string, sinceMs: number): boolean {
+    return (this.#releasesAsked.get(`${containerId}/${ifName}`) ?? Number.NEGATIVE_INFINITY) >= sinceMs;
+  }
+
+  /** Forgets the release requests older than `beforeMs` (the adoption pass, once it is done). */
+  forgetReleasesBefore(beforeMs: number): void {
+    for (const [key, atMs] of this.#releasesAsked) if (atMs < beforeMs) this.#releasesAsked.delete(key);
+  }
+
   /** The attachment a release names, unless it is unknown, of another network or another generation. */
   #releasable(containerId: string, network: string, ifName: string, generation?: number): AttachmentRow | undefined {
+    this.#releasesAsked.set(`${containerId}/${ifName}`, this.#deps.now());
     const a = this.#deps.attachmentStore.getAttachment(containerId, ifName);
     if (!a || a.network !== network) return undefined;
     return generation === undefined || a.generation === generation ? a : undefined;
@@ -426,6 +447,13 @@ export class Attachments {
           endpointId: i.endpoint_id,
           hostVethName: hostVethNameOf(a.network, a.container_id, a.if_name),
           hostVethMac: HOST_VETH_MAC,
+          hostVethAlias: hostVethMarkerOf({
+            generation: a.generation,
+            network: a.network,
+            ifName: a.if_name,
+            containerId: a.container_id,
+            netns: a.netns,
+          }),
           addresses,
           routes: routesOf(i),
           ...(net.config.mtu ? { mtu: net.config.mtu } : {}),

@@ -62,5 +62,6 @@ export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): Interfa
     ...(i.device_mac !== null ? { deviceMac: i.device_mac } : {}),
     createdAt: new Date(a.created_at_ms).toISOString(),
     updatedAt: new Date(a.updated_at_ms).toISOString(),
+    ...(a.adopted_at_ms !== null ? { adoptedAt: new Date(a.adopted_at_ms).toISOString() } : {}),
   };
 }

@@ -2,7 +2,8 @@
  * The invariants only the node can answer (ferryctl doctor shows them with the store's): every
  * endpoint's netns exists, every assigned delegated device is in its pod and not on the node, and the
  * delete queue is healthy (nothing set aside, nothing waiting for long), every peer's routes are in
- * place with no stale Ferry route left, and every resource of the device plugin is registered.
+ * place with no stale Ferry route left, every resource of the device plugin is registered, and no
+ * corrupt database waits for its post-mortem.
  */
 import { existsSync } from 'node:fs';
 import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
@@ -26,6 +27,8 @@ export interface NodeChecksDeps {
   ip: Ip;
   /** The device plugin, when configured: every resource registered with the kubelet. */
   devicePlugin?: Pick<DevicePlugin, 'status'>;
+  /** What the node-state module reports (a corrupt database moved aside). */
+  nodeState?: () => Violation[];
 }
 
 export class NodeChecks {
@@ -96,6 +99,7 @@ export class NodeChecks {
         msg: `not registered with the kubelet: ${r.lastError ?? 'no kubelet socket yet'}; pods cannot ask for it`,
       });
     }
+    out.push(...(this.#deps.nodeState?.() ?? []));
     return out;
   }
 }

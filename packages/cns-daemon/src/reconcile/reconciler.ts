@@ -1,7 +1,9 @@
 /**
- * Periodic repairs that need no request: the commit journal is settled, the delete queue is drained,
- * addresses whose cooldown has passed become Available, endpoints whose netns is gone are released, and
- * delegated devices that came back to the node are freed and renamed home (devices/inventory.ts).
+ * Periodic repairs that need no request: the commit journal is settled, what a previous boot left is
+ * released (once, node-state/boot.ts), the delete queue is drained, addresses whose cooldown has passed
+ * become Available, endpoints whose netns is gone are released, delegated devices that came back to the
+ * node are freed and renamed home (devices/inventory.ts), and attachments the node shows but the
+ * database lacks are adopted (node-state/adoption.ts).
  * Runs once before ferryd reports ready, then every `intervalSec`. Passes never overlap.
  */
 import type { ReconcileResult } from '@ferry/shared-types/api/operator';
@@ -9,6 +11,8 @@ import type { Logger } from 'pino';
 import type { Attachments } from '../attachments/attachments';
 import type { Inventory } from '../devices/inventory';
 import type { Ipam } from '../ipam/ipam';
+import type { Adoption } from '../node-state/adoption';
+import type { BootCheck } from '../node-state/boot';
 import type { Drainer } from '../queue/drainer';
 import type { StorageHealth } from '../storage/health';
 import type { StaleEndpoints } from './stale-endpoints';
@@ -19,6 +23,8 @@ export interface ReconcilerDeps {
   inventory: Inventory;
   drainer: Drainer;
   stale: StaleEndpoints;
+  boot: BootCheck;
+  adoption: Adoption;
   storage: StorageHealth;
   log: Logger;
   now: () => number;
@@ -69,23 +75,29 @@ export class Reconciler {
 
   /**
    * Queued DELs first (cilium#39370: deletes raced with restore), then cooldowns, then endpoints whose
-   * netns is gone, then devices (which the steps before may have freed).
+   * netns is gone, then devices (which the steps before may have freed), then what the node shows and the
+   * database lacks (devices are in the inventory by then, so an adopted pod's can be held for it).
    */
   async #pass(): Promise<ReconcileResult> {
     // Committed ADDs are committed before anything below looks at attachments (at start-up too).
     this.#deps.attachments.settleJournal();
+    const releasedAfterReboot = this.#deps.boot.releaseAfterReboot();
     const queue = await this.#deps.drainer.drain();
     const now = this.#deps.now();
     const cooledDown = this.#deps.ipam.sweep(now);
     if (cooledDown > 0) this.#deps.log.info({ cooledDown }, 'addresses back to Available after cooldown');
     const staleReleased = this.#deps.stale.sweep(now);
     const devices = await this.#deps.inventory.scan();
+    const adoption = await this.#deps.adoption.pass();
     return {
       cooledDown,
       staleReleased,
       devicesRefunded: devices.refunded,
       devicesRenamed: devices.renamed,
       queueApplied: queue.applied + queue.stale,
+      adopted: adoption.adopted,
+      adoptedReleased: adoption.released,
+      releasedAfterReboot,
     };
   }
 }

@@ -1,11 +1,14 @@
 /**
  * Endpoints whose network namespace is gone: after a reboot or a crashed runtime no DEL may ever come,
  * so once a netns has been missing for the grace period its endpoint is released. The grace period
- * covers the short window in which a runtime has removed the netns but not yet called DEL.
+ * covers the short window in which a runtime has removed the netns but not yet called DEL. A path left
+ * behind that is no namespace any more (an unmounted bind mount's file) counts as gone. An adopted
+ * endpoint whose netns its marker could not name ('') is left to the adoption pass, which releases it
+ * when its host veth goes.
  */
-import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Attachments } from '../attachments/attachments';
+import { isLiveNetns } from '../node-state/netns';
 import type { AttachmentStore } from '../store/attachments';
 
 export interface StaleEndpointsDeps {
@@ -30,7 +33,7 @@ export class StaleEndpoints {
     let released = 0;
     for (const a of this.#deps.attachmentStore.allAttachments()) {
       seen.add(a.generation);
-      if (existsSync(a.netns)) {
+      if (a.netns === '' || isLiveNetns(a.netns)) {
         this.#missingSince.delete(a.generation);
         continue;
       }

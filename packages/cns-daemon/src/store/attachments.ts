@@ -111,6 +111,7 @@ export class AttachmentStore {
       state: 'allocated',
       created_at_ms: a.nowMs,
       updated_at_ms: a.nowMs,
+      adopted_at_ms: null,
     };
     return { generation: Number(this.#insertAttachment.run(row).lastInsertRowid), ...row };
   }

@@ -1,10 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, test } from 'vitest';
 import { tempDir } from '../testing/harness';
 import { openDatabase } from './db';
 import { SCHEMA_VERSION } from './migrations/index';
+import { keptCopies } from './recovery';
 
 test('a fresh database gets the schema, WAL and foreign keys', (t) => {
   const path = join(tempDir(t), 'ferry.db');
@@ -71,4 +72,73 @@ test('rows that break the address invariant are rejected by the schema itself', 
       )
       .run(),
   ).toThrow(/CHECK constraint failed/);
+});
+
+/** A database with one row, then its header overwritten: SQLite says "file is not a database". */
+function corrupt(path: string): void {
+  const { db, close } = openDatabase(path);
+  db.prepare("INSERT INTO pools (network, family, subnet) VALUES ('n', 4, '10.0.0.0/24')").run();
+  close();
+  const fd = openSync(path, 'r+');
+  writeSync(fd, Buffer.alloc(100, 0x5a), 0, 100, 0);
+  closeSync(fd);
+  writeFileSync(`${path}-wal`, 'frames of the corrupt database');
+}
+
+test('a corrupt database is moved aside with its WAL and a fresh one made, when recovery is asked for', (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'ferry.db');
+  corrupt(path);
+  const opened = openDatabase(path, { recoverCorrupt: { keep: 3 } });
+  t.onTestFinished(opened.close);
+  expect(opened.recovered?.reason).toMatch(/not a SQLite database or is corrupt \(file is not a database\)/);
+  const movedTo = opened.recovered?.movedTo ?? '';
+  expect(movedTo).toMatch(/ferry\.db\.corrupt-\d{8}T\d{6}\.\d{3}Z$/);
+  expect(readFileSync(`${movedTo}-wal`, 'utf8')).toBe('frames of the corrupt database');
+  expect(keptCopies(path)).toEqual([movedTo]);
+  // The fresh database has the schema and nothing of the old one (its WAL was not replayed into it).
+  expect(opened.db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+  expect(opened.db.prepare('SELECT count(*) AS n FROM pools').get()).toEqual({ n: 0 });
+});
+
+test('at most `keep` corrupt copies are kept, the newest', (t) => {
+  const path = join(tempDir(t), 'ferry.db');
+  const moved: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    corrupt(path);
+    const opened = openDatabase(path, { recoverCorrupt: { keep: 2 } });
+    moved.push(opened.recovered?.movedTo ?? '');
+    opened.close();
+    // Copies are named by the millisecond.
+    const until = Date.now() + 2;
+    while (Date.now() < until);
+  }
+  expect(keptCopies(path)).toEqual(moved.slice(-2));
+  expect(existsSync(`${moved[0]}-wal`)).toBe(false);
+});
+
+test('a newer database, a locked one or an unreadable lock is refused even with recovery, and left as it is', (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'ferry.db');
+  const raw = new Database(path);
+  raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+  raw.close();
+  expect(() => openDatabase(path, { recoverCorrupt: { keep: 3 } })).toThrow(
+    expect.objectContaining({ problem: 'newer' }),
+  );
+  expect(keptCopies(path)).toEqual([]);
+
+  const other = join(dir, 'other.db');
+  const first = openDatabase(other);
+  expect(() => openDatabase(other, { recoverCorrupt: { keep: 3 } })).toThrow(
+    expect.objectContaining({ problem: 'in-use' }),
+  );
+  first.close();
+
+  const lockIsDir = join(dir, 'third.db');
+  mkdirSync(`${lockIsDir}.lock`);
+  expect(() => openDatabase(lockIsDir, { recoverCorrupt: { keep: 3 } })).toThrow(
+    expect.objectContaining({ problem: 'other', message: expect.stringMatching(/^lock .*third\.db\.lock: EISDIR/) }),
+  );
+  expect(keptCopies(lockIsDir)).toEqual([]);
 });

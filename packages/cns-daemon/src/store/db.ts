@@ -1,45 +1,99 @@
 /**
  * Opens ferryd's SQLite database: takes the single-writer lock, sets the PRAGMAs, checks integrity and
- * applies migrations in one transaction. A corrupt file or one written by a newer ferryd is refused,
- * never recreated: it may hold the only record of which pod owns which address.
+ * applies migrations in one transaction. Why a database cannot be opened is told apart (DatabaseError's
+ * `problem`): another ferryd holds it, it was written by a newer ferryd (always refused: a downgrade must
+ * not eat it), it is corrupt (refused, unless the caller asks for recovery: then it is moved aside under
+ * the lock, store/recovery.ts, and a fresh one made, which ferryd rebuilds from the node), or anything
+ * else: the disk, a permission (refused, with the reason; storage/health.ts deals with a full disk).
  */
-import { ftruncateSync, mkdirSync, writeSync } from 'node:fs';
+import { ftruncateSync, mkdirSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type FileLock, tryLockFile } from '@ferry/files/lock';
 import Database from 'better-sqlite3';
 import { StartupError } from '../errors';
 import { MIGRATIONS, SCHEMA_VERSION } from './migrations/index';
+import { type MovedAside, moveAside } from './recovery';
 
 export type Db = Database.Database;
+
+/** Why a database could not be opened. */
+export type DatabaseProblem = 'in-use' | 'newer' | 'corrupt' | 'other';
+
+export class DatabaseError extends StartupError {
+  constructor(
+    readonly problem: DatabaseProblem,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'DatabaseError';
+  }
+}
 
 export interface OpenDbOptions {
   /** Path of better_sqlite3.node when running from a bundle (dist/bin); the package's own otherwise. */
   nativeBinding?: string;
+  /** Move a corrupt database aside (keeping at most `keep` of them) and start a fresh one, instead of refusing. */
+  recoverCorrupt?: { keep: number };
+  /** The socket this ferryd serves, written into the lock file after its PID (lockHolderOf reads it). */
+  socket?: string;
+}
+
+/** Who holds `<database>.lock`, as its holder wrote it: PID and socket. */
+export function lockHolderOf(path: string): { pid?: number; socket?: string } {
+  let text: string;
+  try {
+    text = readFileSync(`${path}.lock`, 'utf8');
+  } catch {
+    return {};
+  }
+  const [pid, socket] = text.split('\n');
+  return { ...(pid && /^\d+$/.test(pid) ? { pid: Number(pid) } : {}), ...(socket ? { socket } : {}) };
 }
 
 export interface OpenedDb {
   db: Db;
+  /** Set when the database was corrupt and a fresh one was made: what was moved where, and why. */
+  recovered?: MovedAside;
   /** Closes the database (checkpointing the WAL) and drops the lock. */
   close(): void;
 }
 
 export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const releaseLock = lockDatabase(path);
+  const releaseLock = lockDatabase(path, opts.socket);
   let db: Db | undefined;
+  let recovered: MovedAside | undefined;
+  const { recoverCorrupt } = opts;
   try {
-    db = new Database(path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
-    configure(db, path);
-    migrate(db, path);
+    try {
+      // Still under the lock when it moves: no other ferryd can open the file meanwhile.
+      db = openUnderLock(
+        path,
+        opts,
+        recoverCorrupt && ((reason) => (recovered = moveAside(path, reason, recoverCorrupt.keep))),
+      );
+    } catch (err) {
+      if (!(err instanceof DatabaseError && err.problem === 'corrupt')) throw err;
+      if (!recovered) {
+        throw new DatabaseError(
+          'corrupt',
+          `${err.message}; refusing to start: move it aside to start with an empty one`,
+          {
+            cause: err,
+          },
+        );
+      }
+      db = openUnderLock(path, opts);
+    }
   } catch (err) {
-    db?.close();
     releaseLock();
-    if (err instanceof StartupError) throw err;
-    throw new StartupError(`open database ${path}: ${(err as Error).message}`, { cause: err });
+    throw err;
   }
   const opened = db;
   return {
     db: opened,
+    ...(recovered ? { recovered } : {}),
     close() {
       if (opened.open) opened.close();
       releaseLock();
@@ -48,23 +102,66 @@ export function openDatabase(path: string, opts: OpenDbOptions = {}): OpenedDb {
 }
 
 /**
+ * Opens, configures and migrates. A corrupt file is handed to `whenCorrupt` while SQLite still has it
+ * open: closing a database it could not open deletes its WAL, which the post-mortem wants.
+ */
+function openUnderLock(path: string, opts: OpenDbOptions, whenCorrupt?: (reason: string) => void): Db {
+  let db: Db | undefined;
+  try {
+    db = new Database(path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+    configure(db, path);
+    migrate(db, path);
+    return db;
+  } catch (err) {
+    const e =
+      err instanceof DatabaseError
+        ? err
+        : isCorruption(err)
+          ? new DatabaseError('corrupt', `database ${path} is corrupt (${(err as Error).message})`, { cause: err })
+          : new DatabaseError('other', `open database ${path}: ${(err as Error).message}`, { cause: err });
+    try {
+      if (e.problem === 'corrupt') whenCorrupt?.(e.message);
+    } catch (moveErr) {
+      throw new DatabaseError('other', `${e.message}; moving it aside failed: ${(moveErr as Error).message}`, {
+        cause: moveErr,
+      });
+    } finally {
+      db?.close();
+    }
+    throw e;
+  }
+}
+
+/** SQLite's words for a file that is no database, or one whose pages do not hold together. */
+function isCorruption(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return (
+    typeof code === 'string' &&
+    (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_'))
+  );
+}
+
+/**
  * An exclusive flock on `<db>.lock`: two ferryd processes can never write one database. The kernel drops
  * the lock when the process dies, so a kill -9 never leaves it stale.
  */
-function lockDatabase(path: string): () => void {
+function lockDatabase(path: string, socket: string | undefined): () => void {
   const lockPath = `${path}.lock`;
   let lock: FileLock | undefined;
   try {
     lock = tryLockFile(lockPath, 'exclusive');
   } catch (err) {
-    throw new StartupError(`lock ${lockPath}: ${(err as Error).message}`, { cause: err });
+    // EROFS, EACCES, ENOSPC...: said as it is, never taken for corruption.
+    throw new DatabaseError('other', `lock ${lockPath}: ${(err as Error).message}`, { cause: err });
   }
-  if (!lock) throw new StartupError(`database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
+  if (!lock) {
+    throw new DatabaseError('in-use', `database ${path} is in use by another ferryd (lock ${lockPath} is held)`);
+  }
   try {
     ftruncateSync(lock.fd, 0);
-    writeSync(lock.fd, `${process.pid}\n`);
+    writeSync(lock.fd, `${process.pid}\n${socket ?? ''}\n`);
   } catch {
-    // The PID is for operators only (`cat ferry.db.lock`); a full disk must not stop ferryd here.
+    // For operators (`cat ferry.db.lock`) and a successor's better message; a full disk must not stop ferryd.
   }
   return lock.release;
 }
@@ -81,13 +178,15 @@ function configure(db: Db, path: string): void {
     db.pragma('locking_mode = EXCLUSIVE');
     mode = db.pragma('journal_mode = WAL', { simple: true });
   } catch (err) {
-    throw new StartupError(
-      `database ${path} is not a SQLite database or is corrupt (${(err as Error).message}); refusing to start: move it aside to start with an empty one`,
+    if (!isCorruption(err)) throw err;
+    throw new DatabaseError(
+      'corrupt',
+      `database ${path} is not a SQLite database or is corrupt (${(err as Error).message})`,
       { cause: err },
     );
   }
   if (mode !== 'wal')
-    throw new StartupError(`database ${path}: cannot switch to WAL (journal_mode is ${String(mode)})`);
+    throw new DatabaseError('other', `database ${path}: cannot switch to WAL (journal_mode is ${String(mode)})`);
   // NORMAL in WAL mode survives a crash of ferryd (kill -9): committed transactions are in the WAL, which
   // the kernel holds. Only a power loss can drop the last commits, and then every pod is gone as well;
   // the stale-endpoint reconciler and CNI GC release what they held. FULL would add an fsync per request.
@@ -101,14 +200,15 @@ function configure(db: Db, path: string): void {
   db.pragma('busy_timeout = 5000');
   const check = db.pragma('quick_check', { simple: true });
   if (check !== 'ok') {
-    throw new StartupError(`database ${path} failed its integrity check (${String(check)}); refusing to start`);
+    throw new DatabaseError('corrupt', `database ${path} failed its integrity check (${String(check)})`);
   }
 }
 
 function migrate(db: Db, path: string): void {
   const current = Number(db.pragma('user_version', { simple: true }));
   if (current > SCHEMA_VERSION) {
-    throw new StartupError(
+    throw new DatabaseError(
+      'newer',
       `database ${path} has schema version ${current}, newer than this ferryd understands (${SCHEMA_VERSION}); refusing to start: run a ferryd at least as new as the one that wrote it`,
     );
   }

@@ -1,10 +1,19 @@
 /** The pools and addresses tables. Statements are prepared once; callers own transactions. */
 import type { Db } from './db';
-import { isAddressListRow, isCount, isCursor, isFamilyAddressRow, isPoolRow, isStateCount } from './row-checks';
+import {
+  isAddressListRow,
+  isAddressRow,
+  isCount,
+  isCursor,
+  isFamilyAddressRow,
+  isPoolRow,
+  isStateCount,
+} from './row-checks';
 import {
   type AddressListRow,
   AddressListRowSchema,
   type AddressRow,
+  AddressRowSchema,
   CountSchema,
   CursorSchema,
   FamilyAddressRowSchema,
@@ -33,6 +42,9 @@ export class PoolStore {
   readonly #countHeld;
   readonly #sweepPool;
   readonly #list;
+  readonly #rowAt;
+  readonly #claim;
+  readonly #dropCooling;
 
   constructor(db: Db) {
     this.#getPool = db.prepare('SELECT * FROM pools WHERE network = ? AND family = ?');
@@ -74,6 +86,33 @@ export class PoolStore {
          AND (a.state = 'Assigned' OR a.available_at_ms > @nowMs)
        ORDER BY p.network, p.family, a.offset_hex`,
     );
+    this.#rowAt = db.prepare('SELECT * FROM addresses WHERE pool_id = ? AND offset_hex = ?');
+    this.#claim = db.prepare(
+      `INSERT INTO addresses (pool_id, offset_hex, address, state, interface_id, since_ms, available_at_ms)
+       VALUES (@poolId, @offsetHex, @address, 'Assigned', @interfaceId, @nowMs, NULL)
+       ON CONFLICT (pool_id, offset_hex) DO UPDATE SET state = 'Assigned', interface_id = excluded.interface_id,
+         since_ms = excluded.since_ms, available_at_ms = NULL`,
+    );
+    this.#dropCooling = db.prepare(`DELETE FROM addresses WHERE state = 'PendingRelease'`);
+  }
+
+  /** The row of one address (Assigned, or PendingRelease not yet swept); undefined when it is Available. */
+  rowAt(poolId: number, offsetHex: string): AddressRow | undefined {
+    const row = this.#rowAt.get(poolId, offsetHex);
+    return row === undefined ? undefined : parseRow(AddressRowSchema, row, 'addresses', isAddressRow);
+  }
+
+  /**
+   * Assigns one particular address to an interface whatever its row says (the node showed it in use:
+   * node-state/adoption.ts); the caller has read the row before, to say whose it was.
+   */
+  claim(poolId: number, offsetHex: string, address: string, interfaceId: number, nowMs: number): void {
+    this.#claim.run({ poolId, offsetHex, address, interfaceId, nowMs });
+  }
+
+  /** Every cooling address becomes Available at once (after a reboot nothing can still use one). */
+  dropCooling(): number {
+    return this.#dropCooling.run().changes;
   }
 
   getPool(network: string, family: 4 | 6): PoolRow | undefined {

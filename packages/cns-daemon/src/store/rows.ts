@@ -30,6 +30,7 @@ export const AttachmentRowSchema = z.object({
   state: InterfaceStateSchema,
   created_at_ms: Int,
   updated_at_ms: Int,
+  adopted_at_ms: OptInt,
 });
 export type AttachmentRow = z.infer<typeof AttachmentRowSchema>;
 
@@ -115,6 +116,10 @@ export type StaticAddressesRow = z.infer<typeof StaticAddressesRowSchema>;
 /** Aggregates. */
 export const CountSchema = z.object({ n: z.number() });
 export const CursorSchema = z.nullable(z.string());
+/** sqlite_sequence's value for a table (none before its first row). */
+export const SequenceSchema = z.nullable(Int);
+/** A node_state value. */
+export const NodeStateValueSchema = OptText;
 export const StateCountSchema = z.object({ pool_id: z.number(), state: z.string(), n: z.number() });
 export const InterfaceCountSchema = z.object({ network: z.string(), nicType: z.string(), n: z.number() });
 export type InterfaceCount = z.infer<typeof InterfaceCountSchema>;

@@ -55,7 +55,8 @@ export async function cmdEndpoints(ctx: Context): Promise<number> {
           i.ifName,
           i.nicType,
           i.addresses.map((a) => a.address).join(',') || '-',
-          i.state,
+          // Rebuilt from the node after the database lost it (docs/runbook.md, "Lost, corrupt or restored database").
+          i.adoptedAt ? `${i.state}, adopted` : i.state,
           i.network,
         ]),
       ),

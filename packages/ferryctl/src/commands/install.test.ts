@@ -77,6 +77,32 @@ test('install: ferry-cni and the conflist go in, executable and readable', async
   expect(readdirSync(n.paths.confDir)).toEqual(['10-ferry.conflist']);
 });
 
+test('install --ready-file: ferry-cni goes in only once the ferryd writing the file serves the socket', async (t) => {
+  const n = useNode(t);
+  // A socket path whose inode the ready file names; any file has an inode.
+  const socket = join(tempDir(t), 'ferryd.sock');
+  writeFileSync(socket, '');
+  const readyFile = join(tempDir(t), 'ready');
+  const flags = [...n.cniFlags, '--socket', socket, '--ready-file', readyFile];
+  // No ready file (this pod's ferryd has not taken over): nothing is installed, and it says why.
+  const refused = await runCtl(['install', ...flags, '--wait-sec', '0']);
+  expect(refused.code).toBe(3);
+  expect(refused.err).toMatch(/install: ferry-cni left as it is: .*ready is absent: this pod's ferryd does not serve/);
+  expect(n.written()).toEqual([]);
+  // Another ferryd's socket at the path: still nothing.
+  writeFileSync(readyFile, `${statSync(socket).ino + 1}\n`);
+  expect((await runCtl(['install', ...flags, '--wait-sec', '0'])).err).toMatch(/served by another ferryd/);
+  expect(n.written()).toEqual([]);
+  // Waiting: the files go in once the ready file names the socket.
+  const installing = runCtl(['install', ...flags, '--wait-sec', '10']);
+  await new Promise((r) => setTimeout(r, 200));
+  expect(n.written()).toEqual([]);
+  writeFileSync(readyFile, `${statSync(socket).ino}\n`);
+  expect((await installing).code).toBe(0);
+  expect(readFileSync(join(n.paths.binDir, 'ferry-cni'), 'utf8')).toBe(readFileSync(n.paths.shim, 'utf8'));
+  expect((await runCtl(['install', ...flags, '--wait-sec', 'soon'])).code).toBe(2);
+});
+
 test("install: ferryd's config rendered with the node's pod CIDR, and only readable by root", async (t) => {
   const n = useNode(t);
   const api = await useNodeApi(t, { 'node-a': nodeWith('10.244.7.0/24') });

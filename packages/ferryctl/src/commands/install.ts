@@ -8,6 +8,10 @@
  *   checking it is a Ferry conflist.
  * The DaemonSet renders the config first and runs `ferryd --check` on it before the CNI files go in, so a
  * ConfigMap ferryd would refuse never leaves a node with a conflist and no ferryd.
+ * With --ready-file (the DaemonSet's postStart hook), the CNI files go in only once the ferryd writing that
+ * file serves the socket (--wait-sec, 120 by default): during a surge the old ferryd serves until the new
+ * one has taken over, and a new ferry-cni must never meet the old ferryd (the version-skew rule allows a
+ * ferryd one API version newer than ferry-cni, never older: docs/architecture.md, "Version skew").
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -22,6 +26,7 @@ import type { Context } from '../context';
 import { type ApiAccess, inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
 import { parseJson } from '../json';
 import { onFile } from '../on-file';
+import { untilServedBy } from '../ready-file';
 
 const ConflistSchema = z.looseObject({
   cniVersion: z.string(),
@@ -50,6 +55,9 @@ export async function cmdInstall(ctx: Context): Promise<number> {
     return ctx.usage('install needs --ferryd-config-template and --ferryd-config-out together');
   }
 
+  const waitSec = Number(str('wait-sec') ?? 120);
+  if (!Number.isSafeInteger(waitSec) || waitSec < 0) return ctx.usage('install: --wait-sec takes whole seconds');
+
   // Everything is read and checked first, so a bad input leaves the node as it was.
   const cni = shim && binDir && conflistPath && confDir ? readCniFiles(shim, conflistPath) : undefined;
   let rendered: string | undefined;
@@ -66,6 +74,11 @@ export async function cmdInstall(ctx: Context): Promise<number> {
     });
   }
 
+  const readyFile = str('ready-file');
+  if (cni && readyFile) {
+    const why = await untilServedBy(readyFile, ctx.socket, waitSec * 1000);
+    if (why) throw new CniError(Code.TryAgainLater, `install: ferry-cni left as it is: ${why}`);
+  }
   if (cni && binDir && conflistPath && confDir) {
     installFile(binDir, 'ferry-cni', cni.shimBytes, 0o755, EXECUTABLE_WRITE_BYTES);
     ctx.print(`installed ${binDir}/ferry-cni`);

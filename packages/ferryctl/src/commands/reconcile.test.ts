@@ -2,7 +2,7 @@ import { expect, test } from 'vitest';
 import { attach, ctl, ctlJson, queueDel, useFerryd } from '../testing/ferryd';
 
 const line = (r: { cooledDown: number; staleReleased: number; queueApplied: number }) =>
-  `cooled down: ${r.cooledDown} addresses; stale endpoints released: ${r.staleReleased}; devices refunded: 0, renamed home: 0; queued DELs applied: ${r.queueApplied}\n`;
+  `cooled down: ${r.cooledDown} addresses; stale endpoints released: ${r.staleReleased}; devices refunded: 0, renamed home: 0; queued DELs applied: ${r.queueApplied}; adopted from the node: 0, released (host veth gone): 0; released after a reboot: 0\n`;
 
 test('reconcile: one pass now, and what it did', async (t) => {
   const h = await useFerryd(t, { cooldownSec: 30, reconcile: { intervalSec: 10, staleGraceSec: 60 } });
@@ -26,5 +26,8 @@ test('reconcile: one pass now, and what it did', async (t) => {
     devicesRefunded: 0,
     devicesRenamed: 0,
     queueApplied: 0,
+    adopted: 0,
+    adoptedReleased: 0,
+    releasedAfterReboot: 0,
   });
 });

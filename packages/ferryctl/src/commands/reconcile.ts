@@ -7,7 +7,9 @@ export async function cmdReconcile(ctx: Context): Promise<number> {
   if (ctx.json) return ctx.print(JSON.stringify(r, null, 2));
   ctx.print(
     `cooled down: ${r.cooledDown} addresses; stale endpoints released: ${r.staleReleased}; ` +
-      `devices refunded: ${r.devicesRefunded}, renamed home: ${r.devicesRenamed}; queued DELs applied: ${r.queueApplied}`,
+      `devices refunded: ${r.devicesRefunded}, renamed home: ${r.devicesRenamed}; queued DELs applied: ${r.queueApplied}; ` +
+      `adopted from the node: ${r.adopted}, released (host veth gone): ${r.adoptedReleased}; ` +
+      `released after a reboot: ${r.releasedAfterReboot}`,
   );
   return 0;
 }

@@ -31,6 +31,7 @@ const IFF_LOWER_UP = 0x10000;
 export const IFLA_ADDRESS = 1;
 export const IFLA_IFNAME = 3;
 export const IFLA_MTU = 4;
+export const IFLA_IFALIAS = 20;
 export const IFLA_LINKINFO = 18;
 export const IFLA_AF_SPEC = 26;
 export const IFLA_NET_NS_FD = 28;

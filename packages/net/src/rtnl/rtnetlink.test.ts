@@ -23,9 +23,8 @@ const [NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP, NLM_F_REPLACE, NLM_F_EXCL, NLM_F_CR
 const [RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK, RTM_NEWADDR, RTM_GETADDR, RTM_NEWROUTE, RTM_GETROUTE, RTM_NEWNEIGH] = [
   16, 17, 18, 20, 22, 24, 26, 28,
 ];
-const [IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_LINKINFO, IFLA_AF_SPEC, IFLA_NET_NS_FD, IFLA_EXT_MASK] = [
-  1, 3, 4, 18, 26, 28, 29,
-];
+const [IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_IFALIAS, IFLA_LINKINFO, IFLA_AF_SPEC, IFLA_NET_NS_FD, IFLA_EXT_MASK] =
+  [1, 3, 4, 20, 18, 26, 28, 29];
 const [IFA_ADDRESS, IFA_LOCAL, IFA_F_NODAD] = [1, 2, 0x2];
 const [RTA_DST, RTA_OIF, RTA_GATEWAY] = [1, 4, 5];
 const [NDA_DST, NDA_LLADDR] = [1, 2];
@@ -208,7 +207,7 @@ test("the InfraNIC's host batch: one request per op with its attributes, the ifi
     })
     .setAddrGenMode('fry0', 'none')
     .addAddress('fry0', 'fe80::ecee:eeff:feee:eeee/64', { nodad: true })
-    .setUp('fry0')
+    .setUp('fry0', { alias: 'ferry:gen=7 net=ferry if=eth0 ctr=c1 ns=/var/run/netns/p 1' })
     .addRoute({ dst: '10.244.0.5/32', dev: 'fry0', scope: 'link' })
     .replaceNeigh('169.254.1.1', HOST_MAC, 'fry0')
     .showLink('fry0');
@@ -259,9 +258,11 @@ test("the InfraNIC's host batch: one request per op with its attributes, the ifi
   expect(addr?.attrs.get(IFA_LOCAL)).toEqual(ipBytes('fe80::ecee:eeff:feee:eeee').bytes);
   expect(addr?.attrs.get(IFA_ADDRESS)).toEqual(ipBytes('fe80::ecee:eeff:feee:eeee').bytes);
 
-  // Up: IFF_UP set in flags and in the change mask, the link by name.
+  // Up: IFF_UP set in flags and in the change mask, the link by name, the alias in the same request
+  // (its bytes as given: no NUL, spaces kept).
   expect(up?.header).toEqual(ifinfomsg(0, 1, 1));
   expect(text(up?.attrs.get(IFLA_IFNAME))).toBe('fry0');
+  expect(up?.attrs.get(IFLA_IFALIAS)?.toString()).toBe('ferry:gen=7 net=ferry if=eth0 ctr=c1 ns=/var/run/netns/p 1');
 
   // A host route: main table, proto boot, scope link, unicast, through ifindex 7.
   expect(route?.flags).toBe(NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL);

@@ -26,6 +26,7 @@ import {
   IFLA_ADDRESS,
   IFLA_AF_SPEC,
   IFLA_EXT_MASK,
+  IFLA_IFALIAS,
   IFLA_IFNAME,
   IFLA_INET6_ADDR_GEN_MODE,
   IFLA_INFO_DATA,
@@ -319,9 +320,13 @@ export class Rtnetlink implements IpBackend {
         ]);
         return undefined;
       case 'setUp':
-      case 'setDown':
-        conn.change(RTM_NEWLINK, 0, ifinfomsg(0, o.op === 'setUp' ? IFF_UP : 0, IFF_UP), [[IFLA_IFNAME, str(o.dev)]]);
+      case 'setDown': {
+        const attrs: Attr[] = [[IFLA_IFNAME, str(o.dev)]];
+        // The kernel takes the alias without a terminating NUL (dev_set_alias copies the length it is given).
+        if (o.op === 'setUp' && o.alias !== undefined) attrs.push([IFLA_IFALIAS, Buffer.from(o.alias)]);
+        conn.change(RTM_NEWLINK, 0, ifinfomsg(0, o.op === 'setUp' ? IFF_UP : 0, IFF_UP), attrs);
         return undefined;
+      }
       case 'addAddress': {
         const a = parseCidr(o.cidr);
         conn.change(

@@ -39,6 +39,11 @@ export const InfraNicPlanSchema = z.strictObject({
   hostVethName: IfNameSchema,
   /** The fixed MAC of every host veth; the pod's gateway neighbour entry points at it. */
   hostVethMac: MacSchema,
+  /**
+   * The host veth's marker (shared-types/link-marker.ts), written with the request that sets it up: from
+   * it ferryd rebuilds the attachment if its database loses it.
+   */
+  hostVethAlias: z.string().check(z.maxLength(255)),
   addresses: z.array(AssignedAddressSchema),
   routes: z.array(PodRouteSchema),
   mtu: z.optional(z.number().check(z.int())),

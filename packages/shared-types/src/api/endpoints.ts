@@ -53,6 +53,11 @@ export const InterfaceRecordSchema = z.strictObject({
   deviceMac: z.optional(MacSchema),
   createdAt: z.string(),
   updatedAt: z.string(),
+  /**
+   * When ferryd rebuilt this attachment from the node (its host veth's marker) because its database did
+   * not hold it: a lost, new, corrupt or restored database. Absent for attachments ferryd recorded itself.
+   */
+  adoptedAt: z.optional(z.string()),
 });
 export type InterfaceRecord = z.infer<typeof InterfaceRecordSchema>;
 

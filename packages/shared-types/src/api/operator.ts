@@ -71,6 +71,12 @@ export const ReconcileResultSchema = z.strictObject({
   devicesRenamed: z.number().check(z.int()),
   /** Delete-queue entries applied. */
   queueApplied: z.number().check(z.int()),
+  /** Attachments the node showed (host veth markers) and the database did not hold, now held again. */
+  adopted: z.number().check(z.int()),
+  /** Adopted attachments released because their host veth was gone. */
+  adoptedReleased: z.number().check(z.int()),
+  /** Endpoints released at once because the node booted again and their netns was gone. */
+  releasedAfterReboot: z.number().check(z.int()),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResultSchema>;
 
@@ -92,6 +98,7 @@ export const ViolationSchema = z.strictObject({
     'cluster-entry-stale',
     'cluster-sync-failing',
     'device-plugin-unregistered',
+    'database-recovered',
   ]),
   /** What it is about: an address, a containerId/ifName, a MAC, a peer node. */
   subject: z.string(),

@@ -276,6 +276,14 @@ export const FerrydConfigSchema = z.strictObject({
     z.optional(absolutePath()),
     `Where ferry-cni writes the commits of ADDs for ferryd to promote (one round trip per ADD instead of two); must be the conflist's \`commitJournal\`. Default: \`commit-journal\` next to \`deleteQueue\` (${DEFAULT_COMMIT_JOURNAL}).`,
   ),
+  readyFile: doc(
+    z.optional(absolutePath()),
+    "A file ferryd writes (the inode of its socket) while it is ready and serves the socket, and removes when it hands over or stops. The DaemonSet's readiness probe (`ferryctl health --ready --ready-file`) checks it, so during a surge a pod is ready only once its own ferryd serves. `--ready-file` overrides it.",
+  ),
+  bootIdPath: doc(
+    z._default(absolutePath(), '/proc/sys/kernel/random/boot_id'),
+    "The kernel's boot id; when it differs from the one ferryd last started under, every endpoint whose netns is gone is released at once, without grace or cooldown. `FERRY_BOOT_ID_PATH` overrides it.",
+  ),
   logLevel: doc(
     z._default(z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'info'),
     'pino log level (JSON lines on stdout).',
