@@ -82,21 +82,52 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   const { log, now } = opts;
   // Counters first: every part below counts into them as it works.
   const metrics = new Metrics({ defaultMetrics: opts.defaultMetrics });
-  const stores: Stores = {
-    attachmentStore: new AttachmentStore(db),
-    pools: new PoolStore(db),
-    devices: new DeviceStore(db),
-  };
+  const stores = storesOf(db);
   const storage = storageHealthOf(config, db, metrics, opts);
   const ipam = new Ipam(stores.pools, config);
-  const pci = new PciAddresses(config.sysfsRoot);
-  const tenancy = new Tenancy(
-    config.tenancy,
-    config.delegatedDevices.map((d) => d.group),
-  );
-  const served = servedGroupsOf(config);
-  const attachments = attachmentsOf(config, db, stores, { ipam, pci, tenancy, served }, metrics, opts);
   const ip = new Ip(new Iproute2(nodeRunner));
+  const { inventory, ...choice } = devicePartsOf(config, db, stores, ip, opts);
+  const attachments = attachmentsOf(config, db, stores, { ipam, ...choice }, metrics, opts);
+  const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
+  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
+  const nodeState = nodeStateOf(config, db, stores, { ipam, attachments, ip }, opts);
+  const reconciler = reconcilerOf(config, { attachments, ipam, inventory, drainer, storage }, nodeState, stores, opts);
+  // Queued DELs that waited for the disk are applied now rather than at the next rescan.
+  storage.onRecovered(() => drainer.drainSoon());
+  // After the transaction: the pass shows freed devices home now rather than at the next period.
+  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
+  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
+  const devicePlugin = devicePluginOf(config, choice.served, inventory, metrics, opts);
+  const operatorParts = { ipam, attachments, inventory, drainer, reconciler, ip, cluster, devicePlugin, nodeState };
+  const operator = operatorOf(db, stores, { ...operatorParts, tenancy: choice.tenancy }, now);
+  const lifecycle = new Lifecycle();
+  metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
+  const pods = podsOf(config, operator, attachments, choice.pci, metrics, opts);
+  if (cluster) registerClusterMetrics(metrics.registry, cluster);
+  nodeState.registerMetrics(metrics.registry);
+  const writes = new GroupCommit(db);
+  const ping = () => void db.prepare('SELECT 1').get();
+  return {
+    deps: { attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
+    reconciler,
+    drainer,
+    ...(pods ? { pods } : {}),
+    ...(devicePlugin ? { devicePlugin } : {}),
+    background: [cluster, pods, devicePlugin].filter((part): part is NonNullable<typeof part> => part !== undefined),
+  };
+}
+
+function storesOf(db: Db): Stores {
+  return { attachmentStore: new AttachmentStore(db), pools: new PoolStore(db), devices: new DeviceStore(db) };
+}
+
+/** What decides which device a pod gets (PCI addresses, tenancy, the kubelet's groups) and the inventory. */
+function devicePartsOf(config: FerrydConfig, db: Db, stores: Stores, ip: Ip, opts: ServiceOptions) {
+  const pci = new PciAddresses(config.sysfsRoot);
+  const groups = config.delegatedDevices.map((d) => d.group);
+  const tenancy = new Tenancy(config.tenancy, groups);
+  const served = servedGroupsOf(config);
+  const { log, now } = opts;
   const inventory = new Inventory({
     db,
     devices: stores.devices,
@@ -107,57 +138,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     pci,
     served,
   });
-  const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
-  // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
-  const nodeState = nodeStateOf(config, db, stores, { ipam, attachments, ip }, opts);
-  const parts = { attachments, ipam, inventory, drainer, storage, boot: nodeState.boot, adoption: nodeState.adoption };
-  const reconciler = reconcilerOf(config, parts, stores, opts);
-  // Queued DELs that waited for the disk are applied now rather than at the next rescan.
-  storage.onRecovered(() => drainer.drainSoon());
-  // After the transaction: the pass shows freed devices home now rather than at the next period.
-  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
-  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
-  const lifecycle = new Lifecycle();
-  const devicePlugin = buildDevicePluginOf(config, served, inventory, metrics, opts);
-  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
-  const operator = operatorOf(
-    db,
-    stores,
-    { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin, nodeState },
-    now,
-  );
-  metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
-  const pods = buildPods(config, operator, pci, opts);
-  const writer = pods?.statusWriter;
-  // After the transaction (the writer reads the records): whoever committed or released, the pod's
-  // network-status follows now rather than at the next resync.
-  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
-  if (cluster) registerClusterMetrics(metrics.registry, cluster);
-  if (pods) registerPodMetrics(metrics.registry, pods);
-  nodeState.registerMetrics(metrics.registry);
-  const ping = () => {
-    db.prepare('SELECT 1').get();
-  };
-  return {
-    deps: {
-      attachments,
-      writes: new GroupCommit(db),
-      ipam,
-      operator,
-      lifecycle,
-      storage,
-      metrics,
-      log,
-      ping,
-      pods,
-      devicePlugin,
-    },
-    reconciler,
-    drainer,
-    ...(pods ? { pods } : {}),
-    ...(devicePlugin ? { devicePlugin } : {}),
-    background: [...(cluster ? [cluster] : []), ...(pods ? [pods] : []), ...(devicePlugin ? [devicePlugin] : [])],
-  };
+  return { pci, tenancy, served, inventory };
 }
 
 function storageHealthOf(config: FerrydConfig, db: Db, metrics: Metrics, opts: ServiceOptions): StorageHealth {
@@ -195,7 +176,8 @@ function attachmentsOf(
 
 function reconcilerOf(
   config: FerrydConfig,
-  parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage' | 'boot' | 'adoption'>,
+  parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage'>,
+  { boot, adoption }: NodeState,
   stores: Stores,
   opts: ServiceOptions,
 ): Reconciler {
@@ -207,7 +189,7 @@ function reconcilerOf(
     log,
     graceMs,
   });
-  return new Reconciler({ ...parts, stale, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
+  return new Reconciler({ ...parts, boot, adoption, stale, log, now, intervalMs: config.reconcile.intervalSec * 1000 });
 }
 
 function operatorOf(
@@ -300,6 +282,26 @@ function metricSourcesOf(
 }
 
 /** The pod services, when configured: the status writer projects ferryd's records (the operator's view). */
+/**
+ * This node's pods, when configured; after each transaction that commits or releases (the writer reads the
+ * records), the pod's network-status follows now rather than at the next resync.
+ */
+function podsOf(
+  config: FerrydConfig,
+  operator: Operator,
+  attachments: Attachments,
+  pci: PciAddresses,
+  metrics: Metrics,
+  opts: ServiceOptions,
+): PodServices | undefined {
+  const pods = buildPods(config, operator, pci, opts);
+  if (!pods) return undefined;
+  const writer = pods.statusWriter;
+  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
+  registerPodMetrics(metrics.registry, pods);
+  return pods;
+}
+
 function buildPods(
   config: FerrydConfig,
   operator: Operator,
@@ -322,8 +324,8 @@ function buildPods(
   });
 }
 
-/** The device plugin, when configured: its device lists are the inventory's. */
-function buildDevicePluginOf(
+/** The device plugin, when configured: its device lists are the inventory's, sent after each scan. */
+function devicePluginOf(
   config: FerrydConfig,
   served: ReadonlySet<string>,
   inventory: Inventory,
@@ -332,11 +334,14 @@ function buildDevicePluginOf(
 ): DevicePlugin | undefined {
   if (!config.devicePlugin) return undefined;
   if (!opts.devicePlugin) throw new Error('devicePlugin is set but the device plugin was not loaded');
-  return opts.devicePlugin({
+  const plugin = opts.devicePlugin({
     config: config.devicePlugin,
     served,
     devices: () => inventory.list(),
     log: opts.log,
     registry: metrics.registry,
   });
+  // Health follows the inventory: each scan's view goes to the kubelet.
+  inventory.onScanned(() => plugin.refresh());
+  return plugin;
 }
