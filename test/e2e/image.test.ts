@@ -120,23 +120,27 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
     apiServer: { host: api.host, port: api.port, caFile: tls.cert, token: 'ferryd-service-account-token' },
   });
 
-  // The init containers: config rendered from the node's pod CIDR, checked, then the CNI files.
+  // The init containers: config rendered from the node's pod CIDR, then checked. No CNI file yet: the
+  // node gets ferry-cni only from ferryd's postStart hook, once this pod's ferryd serves.
   const init = await pod.runInitContainers();
-  expect(init.map((c) => c.name)).toEqual(['render-config', 'check-config', 'install']);
+  expect(init.map((c) => c.name)).toEqual(['render-config', 'check-config']);
   expect(init[1]?.output).toMatch(
     /config \/run\/ferry-config\/ferryd\.yaml is valid \(networks: ferry; cluster: node node-img, routing vxlan, peers from Kubernetes; metrics on 0\.0\.0\.0:9479\)/,
   );
   expect((await api.stats()).requests).toContainEqual({ verb: 'get', resource: 'nodes' });
   const cniBin = pod.onHost('/opt/cni/bin');
   const cniConf = pod.onHost('/etc/cni/net.d');
+  expect(readdirSync(cniConf)).toEqual([]);
+
+  // ferryd, then its postStart hook (ferryctl install, waiting for this ferryd to serve): the CNI files.
+  await pod.startContainers();
+  expect(pod.postStartOutput('ferryd')).toMatch(/installed \/host\/etc\/cni\/net\.d\/10-ferry\.conflist/);
   expect(readdirSync(cniBin)).toEqual(['ferry-cni']);
   expect(readFileSync(join(cniBin, 'ferry-cni')).equals(readFileSync(join(DIST_BIN, 'ferry-cni')))).toBe(true);
   expect(readdirSync(cniConf)).toEqual(['10-ferry.conflist']);
   const installed = readFileSync(join(cniConf, '10-ferry.conflist'), 'utf8');
   expect(installed).toBe(cm.data['10-ferry.conflist']);
-
-  // ferryd, until its readiness probe passes; both probes' commands, inside the image.
-  await pod.startContainers();
+  // Ready once its readiness probe passes; both probes' commands, inside the image.
   await pod.waitReady('ferryd');
   expect(await pod.probe('ferryd', 'livenessProbe')).toEqual({ exitCode: 0, output: 'alive' });
   expect(await pod.probe('ferryd', 'readinessProbe')).toEqual({ exitCode: 0, output: 'ready' });
