@@ -3,9 +3,11 @@
  * requires each check to take them (or the hot path would pay for zod) and mutates them to hold the check
  * to its schema.
  */
+import { interfaceRecordOf } from '../../packages/shared-types/src/testing/records';
+
 const CONTAINER = '3f2a9c0d1e4b5a6978877665544332211aabbccddeeff00112233445566778899';
-const v4 = { family: 4, address: '10.244.0.5/32', gateway: '169.254.1.1' };
-const v6 = { family: 6, address: 'fd00:10:244::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' };
+const v4 = { family: 4 as const, address: '10.244.0.5/32', gateway: '169.254.1.1' };
+const v6 = { family: 6 as const, address: 'fd00:10:244::5/128', gateway: 'fe80::ecee:eeff:feee:eeee' };
 const infraPlan = {
   nicType: 'InfraNIC',
   ifName: 'eth0',
@@ -29,25 +31,15 @@ const delegatedPlan = {
   addresses: [{ family: 4, address: '10.245.0.7/24' }],
   routes: [{ dst: '10.245.0.0/16' }],
 };
-const record = {
-  containerId: 'c1',
-  ifName: 'eth0',
-  endpointId: 'c1',
-  nicType: 'InfraNIC',
-  network: 'ferry',
-  attachmentIfName: 'eth0',
+const record = interfaceRecordOf({
   netns: '/var/run/netns/p1',
   pod: { namespace: 'default', name: 'web', uid: 'u1' },
-  state: 'committed',
-  generation: 1,
   addresses: [v4, v6],
   routes: infraPlan.routes,
   mac: '02:42:0a:f4:00:05',
   containerIfIndex: 2,
   hostVethName: 'fry1a2b3c4d5e6',
-  createdAt: '2026-11-30T23:00:00.000Z',
-  updatedAt: '2026-11-30T23:00:00.000Z',
-};
+});
 const { mac: _, containerIfIndex: __, ...allocatedRecord } = record;
 const delegatedRecord = {
   ...record,
