@@ -3,7 +3,6 @@
  * state. Also force-delete and reconcile-now. Read paths never change state.
  */
 
-import { existsSync } from 'node:fs';
 import type { NodesReport } from '@ferry/shared-types/api/cluster';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import type { Endpoint, ReleaseResult } from '@ferry/shared-types/api/endpoints';
@@ -28,6 +27,7 @@ import type { NodeChecks } from './doctor/node-checks';
 import { heldIn } from './ipam/allocator';
 import { contains, familyOf, fromBigInt, toBigInt } from './ipam/cidr';
 import type { Ipam } from './ipam/ipam';
+import { isNetnsGone } from './node-state/netns';
 import type { Drainer } from './queue/drainer';
 import type { AttachmentStore } from './store/attachments';
 import type { Invariants } from './store/invariants';
@@ -211,7 +211,7 @@ export class Operator {
     for (const a of this.#deps.attachmentStore.allAttachments()) {
       if (req.network && a.network !== req.network) continue;
       const reason =
-        keep && !keep.has(a.container_id) ? 'not-kept' : !existsSync(a.netns) ? 'netns-missing' : undefined;
+        keep && !keep.has(a.container_id) ? 'not-kept' : isNetnsGone(a.netns) ? 'netns-missing' : undefined;
       if (reason)
         candidates.push({ containerId: a.container_id, ifName: a.if_name, network: a.network, netns: a.netns, reason });
     }

@@ -5,12 +5,13 @@
  * place with no stale Ferry route left, every resource of the device plugin is registered, and no
  * corrupt database waits for its post-mortem.
  */
-import { existsSync } from 'node:fs';
+
 import { type Ip, type IpLink, netnsAt, SELF, sameMac } from '@ferry/net';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import { clusterViolations } from '../cluster/checks';
 import type { ClusterController } from '../cluster/controller';
 import type { DevicePlugin } from '../device-plugin/build';
+import { isNetnsGone } from '../node-state/netns';
 import type { Drainer } from '../queue/drainer';
 import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
@@ -43,11 +44,11 @@ export class NodeChecks {
     const netnsOf = new Map<string, string>();
     for (const a of this.#deps.attachmentStore.allAttachments()) {
       netnsOf.set(a.container_id, a.netns);
-      if (!existsSync(a.netns)) {
+      if (isNetnsGone(a.netns)) {
         out.push({
           kind: 'netns-missing',
           subject: `${a.container_id}/${a.if_name}`,
-          msg: `netns ${a.netns} does not exist`,
+          msg: `netns ${a.netns} is gone`,
         });
       }
     }

@@ -17,3 +17,11 @@ export function isLiveNetns(path: string): boolean {
     return false;
   }
 }
+
+/**
+ * Whether an attachment's netns is known to be gone. '' is unknown, not gone: an adopted attachment whose
+ * marker had no room for its netns path; the node still shows its links, so it stays until they go.
+ */
+export function isNetnsGone(path: string): boolean {
+  return path !== '' && !isLiveNetns(path);
+}

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Attachments } from '../attachments/attachments';
-import { isLiveNetns } from '../node-state/netns';
+import { isNetnsGone } from '../node-state/netns';
 import type { AttachmentStore } from '../store/attachments';
 
 export interface StaleEndpointsDeps {
@@ -33,7 +33,7 @@ export class StaleEndpoints {
     let released = 0;
     for (const a of this.#deps.attachmentStore.allAttachments()) {
       seen.add(a.generation);
-      if (a.netns === '' || isLiveNetns(a.netns)) {
+      if (!isNetnsGone(a.netns)) {
         this.#missingSince.delete(a.generation);
         continue;
       }
