@@ -7,6 +7,7 @@
  * asked again until `waitMs`; one that refuses (it cannot be replaced by this version) stops start-up.
  */
 import { requestOverUndici } from '@ferry/http/undici';
+import { errorOfAnswer } from '@ferry/shared-types/api/error';
 import { type HandOverAnswer, HandOverAnswerSchema } from '@ferry/shared-types/api/handover';
 import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
 import { parseJsonOrUndefined } from '@ferry/shared-types/parse';
@@ -15,6 +16,7 @@ import * as z from 'zod/mini';
 import { StartupError } from '../errors';
 import { DatabaseError, lockHolderOf, type OpenDbOptions, type OpenedDb, openDatabase } from '../store/db';
 import { SCHEMA_VERSION } from '../store/migrations/index';
+import { HANDOVER_PATH } from './handing-over';
 
 const ASK_AGAIN_MS = 100;
 /** The old ferryd answers once its in-flight requests are done (shutdownGraceSec at most) and its store is closed. */
@@ -76,7 +78,7 @@ async function askToHandOver(socketPath: string): Promise<HandOverAnswer> {
   const res = await requestOverUndici({
     socket: socketPath,
     method: 'POST',
-    path: '/v1/handover',
+    path: HANDOVER_PATH,
     body,
     connectMs: ANSWER_WITHIN_MS,
     deadlineMs: ANSWER_WITHIN_MS,
@@ -87,11 +89,9 @@ async function askToHandOver(socketPath: string): Promise<HandOverAnswer> {
     if (r.success) return r.data;
     throw new HandOverRefused(`take over from the serving ferryd: unexpected answer ${res.body.slice(0, 200)}`);
   }
-  // A 404 is a ferryd that cannot hand over; any other error its reason (code and msg).
-  const msg = (doc as { msg?: unknown } | undefined)?.msg;
-  throw new HandOverRefused(
-    `take over from the ferryd serving ${socketPath}: refused (HTTP ${res.status}): ${typeof msg === 'string' ? msg : res.body.slice(0, 200)}`,
-  );
+  // A 404 is a ferryd that cannot hand over; any other error its reason, decoded as every client does.
+  const refused = errorOfAnswer(`ferryd POST ${HANDOVER_PATH}`, res.status, res.body, doc);
+  throw new HandOverRefused(`take over from the ferryd serving ${socketPath}: refused: ${refused.message}`);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
