@@ -8,6 +8,9 @@
 /** SHA-256 of UTF-8 `text`, as 64 lower-case hex digits. */
 export type Sha256Hex = (text: string) => string;
 
+/** What every Ferry host veth's name starts with (and no other link of Ferry's). */
+export const HOST_VETH_PREFIX = 'fry';
+
 /**
  * `fry` + 12 hex digits of sha256(network/containerId/ifName): 15 bytes, the most IFNAMSIZ allows.
  * Deterministic, so a DEL finds the veth even when ADD died before commit, and a leftover with this name
@@ -16,7 +19,7 @@ export type Sha256Hex = (text: string) => string;
  * this attachment's veth.
  */
 export function hostVethNameOf(sha256Hex: Sha256Hex, network: string, containerId: string, ifName: string): string {
-  return `fry${sha256Hex(`${network}/${containerId}/${ifName}`).slice(0, 12)}`;
+  return `${HOST_VETH_PREFIX}${sha256Hex(`${network}/${containerId}/${ifName}`).slice(0, 12)}`;
 }
 
 /**

@@ -25,7 +25,7 @@
  * them.
  */
 import { type Ip, type IpLink, netnsAt, SELF } from '@ferry/net';
-import { HOST_VETH_MAC } from '@ferry/shared-types/host-veth';
+import { HOST_VETH_MAC, HOST_VETH_PREFIX } from '@ferry/shared-types/host-veth';
 import {
   type AttachmentKey,
   DELEGATED_GROUP,
@@ -136,7 +136,7 @@ export class Adoption {
     const [links, routes] = await Promise.all([ip.listLinks(SELF), ip.listRoutes(SELF)]);
     const hostAddresses = new Map<string, string[]>();
     for (const r of routes) {
-      if (!r.dev?.startsWith('fry')) continue;
+      if (!r.dev?.startsWith(HOST_VETH_PREFIX)) continue;
       hostAddresses.set(r.dev, [...(hostAddresses.get(r.dev) ?? []), r.dst]);
     }
     const marked = links.flatMap((l) => {
