@@ -17,7 +17,7 @@ test('doctor: each violation in a table, and exit 1, with --json too', async (t)
     err: '',
     out: [
       'VIOLATION      SUBJECT  DETAIL',
-      'netns-missing  c1/eth0  netns /var/run/netns/ferry-t-never does not exist',
+      'netns-missing  c1/eth0  netns /var/run/netns/ferry-t-never is gone',
       '',
       '1 violations',
       '',
@@ -28,7 +28,7 @@ test('doctor: each violation in a table, and exit 1, with --json too', async (t)
   expect(JSON.parse(json.out)).toEqual({
     ok: false,
     violations: [
-      { kind: 'netns-missing', subject: 'c1/eth0', msg: 'netns /var/run/netns/ferry-t-never does not exist' },
+      { kind: 'netns-missing', subject: 'c1/eth0', msg: 'netns /var/run/netns/ferry-t-never is gone' },
     ],
   });
 });
