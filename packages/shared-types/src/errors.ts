@@ -123,3 +123,18 @@ export function toErrorBody(err: CniError, cniVersion?: string): CniErrorBody {
     ...(err.details ? { details: err.details } : {}),
   };
 }
+
+/**
+ * Runs a file system step; its failure (ENOENT, ENOSPC, EROFS, EACCES…) becomes code 5 naming what was being
+ * done, never a stack trace. A CniError passes unchanged: it already says what failed.
+ */
+export function onFile<T>(what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof CniError) throw err;
+    const e = err as { code?: unknown; message?: unknown };
+    const reason = typeof e.code === 'string' ? e.code : String(e.message);
+    throw new CniError(Code.IoFailure, `${what}: ${reason}`, '', { cause: err });
+  }
+}

@@ -16,12 +16,12 @@ import {
   QueueEntrySchema,
 } from '@ferry/shared-types/api/queue';
 import { attachmentFileNameOf } from '@ferry/shared-types/attachment-file';
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError, Code, onFile } from '@ferry/shared-types/errors';
 import { describeFirstIssue } from '@ferry/shared-types/parse';
 import type { Runtime } from '../runtime/runtime';
 
 export function prepareQueueDir(dir: string): void {
-  io(`create the delete queue ${dir}`, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+  onFile(`create the delete queue ${dir}`, () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
 }
 
 /**
@@ -57,7 +57,9 @@ export function toEntry(entry: Omit<QueueEntry, 'version'>): QueueEntry {
  */
 export function writeEntry(runtime: Pick<Runtime, 'sha256Hex'>, dir: string, limit: number, entry: QueueEntry): string {
   const name = attachmentFileNameOf(runtime.sha256Hex, entry.network, entry.containerId, entry.ifName);
-  const pending = io(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) => QUEUE_ENTRY_NAME_RE.test(f));
+  const pending = onFile(`read the delete queue ${dir}`, () => readdirSync(dir)).filter((f) =>
+    QUEUE_ENTRY_NAME_RE.test(f),
+  );
   if (!pending.includes(name) && pending.length >= limit) {
     throw new CniError(
       Code.QueueFull,
@@ -66,18 +68,8 @@ export function writeEntry(runtime: Pick<Runtime, 'sha256Hex'>, dir: string, lim
     );
   }
   // ferryd's drain knows the temp file for a write in progress.
-  io(`write ${dir}/${name}`, () =>
+  onFile(`write ${dir}/${name}`, () =>
     writeFileAtomically(dir, name, JSON.stringify(entry), { mode: 0o600, tempPrefix: SHARED_TEMP_PREFIX }),
   );
   return name;
-}
-
-/** A file system failure (ENOSPC, EROFS, EACCES…) as code 5, naming what was being done. */
-function io<T>(what: string, fn: () => T): T {
-  try {
-    return fn();
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new CniError(Code.IoFailure, `${what}: ${e.code ?? e.message}`, '', { cause: err });
-  }
 }

@@ -18,14 +18,14 @@ import { basename, dirname } from 'node:path';
 import { EXECUTABLE_WRITE_BYTES, writeFileAtomically } from '@ferry/files';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError, Code, onFile } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod/mini';
 import type { Context } from '../context';
 import { type ApiAccess, inClusterAccess, podCidrsOf } from '../install/pod-cidrs';
 import { parseJson } from '../json';
-import { onFile } from '../on-file';
+
 import { untilServedBy } from '../ready-file';
 
 const ConflistSchema = z.looseObject({

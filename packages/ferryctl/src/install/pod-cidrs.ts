@@ -6,11 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { type HttpResponse, UnreachableError } from '@ferry/http';
 import { requestOverUndici } from '@ferry/http/undici';
-import { CniError, Code } from '@ferry/shared-types/errors';
+import { CniError, Code, onFile } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
 import { parseJson } from '../json';
-import { onFile } from '../on-file';
 
 const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** For the connection, and for the whole request. */
