@@ -27,8 +27,6 @@ test('doctor: each violation in a table, and exit 1, with --json too', async (t)
   expect(json.code).toBe(1);
   expect(JSON.parse(json.out)).toEqual({
     ok: false,
-    violations: [
-      { kind: 'netns-missing', subject: 'c1/eth0', msg: 'netns /var/run/netns/ferry-t-never is gone' },
-    ],
+    violations: [{ kind: 'netns-missing', subject: 'c1/eth0', msg: 'netns /var/run/netns/ferry-t-never is gone' }],
   });
 });
