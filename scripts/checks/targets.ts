@@ -16,9 +16,17 @@ export const TARGETS: readonly Target[] = [
     schemas: {
       './cni/config': ['NetConfSchema'],
       './cni/any-result': ['AnyResultSchema'],
-      './api/allocations': ['AllocationSchema', 'AllocateRequestSchema'],
-      './api/common': ['ContainerIdParamsSchema'],
-      './api/endpoints': ['EndpointSchema', 'ReleaseResultSchema', 'CommitRequestSchema', 'ReleaseQuerySchema'],
+      './api/allocations': ['AllocationSchema'],
+      './api/endpoints': ['EndpointSchema', 'ReleaseResultSchema'],
+    },
+  },
+  {
+    // ferryd's side of the same API, apart: every shim exec loads the module above.
+    out: 'packages/cns-daemon/src/request-checks',
+    schemas: {
+      '../../shared-types/src/api/allocations': ['AllocateRequestSchema'],
+      '../../shared-types/src/api/common': ['ContainerIdParamsSchema'],
+      '../../shared-types/src/api/endpoints': ['CommitRequestSchema', 'ReleaseQuerySchema'],
     },
   },
   {

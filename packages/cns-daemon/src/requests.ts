@@ -9,10 +9,10 @@
 import { AllocateRequestSchema } from '@ferry/shared-types/api/allocations';
 import { ContainerIdParamsSchema } from '@ferry/shared-types/api/common';
 import { CommitRequestSchema, ReleaseQuerySchema } from '@ferry/shared-types/api/endpoints';
-import { isAllocateRequest, isCommitRequest, isContainerIdParams, isReleaseQuery } from '@ferry/shared-types/checks';
 import type { FastifySchemaCompiler } from 'fastify';
 import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
 import type * as z from 'zod/mini';
+import { isAllocateRequest, isCommitRequest, isContainerIdParams, isReleaseQuery } from './request-checks';
 
 /** A schema and the check generated from it, typed alike (so a check cannot be paired with another schema). */
 const checked = <T>(schema: z.ZodMiniType<T>, check: (v: unknown) => v is T) => [schema, check] as const;
