@@ -15,6 +15,7 @@ import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
+import type { KubeletAllocation } from '../device-plugin/served';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
@@ -23,8 +24,9 @@ import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import type { JournalDir } from './commit-journal';
+import type { WantedDevice } from './free-devices';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
-import { type KubeletAllocation, NicChoice, type WantedDevice } from './nic-choice';
+import { NicChoice } from './nic-choice';
 import { addressesOf, routesOf, toRecord } from './records';
 import { Tenancy } from './tenancy';
 
