@@ -8,17 +8,20 @@
  * surge pod's postStart hook (`ferryctl install --ready-file`) runs beside its ferryd and puts the CNI
  * files in only once that ferryd serves: a new ferry-cni never meets the old ferryd (the version-skew rule).
  */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { constants, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { type FileHandle, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
-import { type Ferryd, type FerrydProcess, launchBeside } from '../fixtures/ferryd';
+import { besideReadyFile, type Ferryd, type FerrydProcess, launchBeside } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
+import { sh } from '../fixtures/sh';
 import { runShim, type ShimRun } from '../fixtures/shim';
+import { waitFor } from '../fixtures/wait';
 
 const ROLLOUTS = 10;
 // Two workers keep ADD/DEL going through every hand-over (each meets requests in flight and held ones)
@@ -53,19 +56,47 @@ async function untilLogged(p: { log(): string }, msg: string, what: string): Pro
 const probe = async (ferryd: Ferryd, readyFile: string) =>
   (await ferryctl(ferryd, 'health', '--ready', '--ready-file', readyFile)).exitCode;
 
-/** The DaemonSet's postStart hook for a pod whose ferryd writes `readyFile`: resolves with when it ended. */
-function postStartInstall(
-  ferryd: Ferryd,
-  readyFile: string,
-): Promise<{ exitCode: number; stderr: string; atMs: number }> {
+/** Where postStartInstall puts ferry-cni and the conflist (the node's CNI dirs, stood in). */
+const installedShim = (ferryd: Ferryd) => join(ferryd.dir, 'host', 'bin', 'ferry-cni');
+const installedConflist = (ferryd: Ferryd) => join(ferryd.dir, 'host', 'net.d', '10-ferry.conflist');
+
+/** The DaemonSet's postStart hook for a pod whose ferryd writes `readyFile`. */
+function postStartInstall(ferryd: Ferryd, readyFile: string): Promise<{ exitCode: number; stderr: string }> {
   const conflist = join(ferryd.dir, 'in', '10-ferry.conflist');
   mkdirSync(join(ferryd.dir, 'in'), { recursive: true });
   writeFileSync(conflist, JSON.stringify({ cniVersion: '1.0.0', name: 'ferry', plugins: [{ type: 'ferry-cni' }] }));
   const host = (d: string) => join(ferryd.dir, 'host', d);
   const args = ['install', '--shim', `${DIST_BIN}/ferry-cni`, '--cni-bin-dir', host('bin'), '--conflist', conflist];
-  return ferryctl(ferryd, ...args, '--cni-conf-dir', host('net.d'), '--ready-file', readyFile, '--wait-sec', '30').then(
-    (r) => ({ exitCode: r.exitCode, stderr: r.stderr, atMs: Date.now() }),
+  return ferryctl(ferryd, ...args, '--cni-conf-dir', host('net.d'), '--ready-file', readyFile, '--wait-sec', '30');
+}
+
+/**
+ * Runs `hook` with a FIFO where its ferryd's ready file will be, and resolves once the hook has opened it:
+ * the hook reads that file only while it waits for its ferryd, after it has read and checked its inputs,
+ * so from then on it is waiting. It then reads nothing (not served), then no file (its ferryd is not
+ * there yet).
+ */
+async function untilWaiting<T>(
+  readyFile: string,
+  hook: () => Promise<T>,
+  what: string,
+): Promise<{ running: Promise<T> }> {
+  await sh('mkfifo', readyFile);
+  const running = hook();
+  let fifo: FileHandle | undefined;
+  await waitFor(
+    `${what}: the postStart hook reading its ready file`,
+    async () => {
+      // Non-blocking: opening a FIFO to write fails (ENXIO) until a reader has it open.
+      fifo = await open(readyFile, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => undefined);
+      return fifo !== undefined;
+    },
+    30_000,
   );
+  rmSync(readyFile);
+  await fifo?.close();
+  // Wrapped: an async function's returned promise would be awaited.
+  return { running };
 }
 
 test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, no queued DEL, nothing left`, async (t) => {
@@ -89,18 +120,31 @@ test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, 
   const windows: { heldMs: number; held: number; releasedInMs: number }[] = [];
   let old: Pick<Ferryd, 'log' | 'stop'> | FerrydProcess = ferryd;
   for (let k = 0; k < ROLLOUTS; k++) {
-    // The surge pod: beside the old one, on the same node, config and paths.
-    const next: FerrydProcess = launchBeside(t, ferryd, node);
-    const installed = postStartInstall(ferryd, next.readyFile);
+    // The surge pod: its postStart hook starts while its ferryd does not serve yet (here: before it is
+    // launched, so nothing else can tell the hook it is ready), and waits; ferry-cni stays as it was.
+    const name = `ferryd-${k + 1}`;
+    const before = existsSync(installedShim(ferryd)) ? statSync(installedShim(ferryd)).ino : undefined;
+    const { running: installed } = await untilWaiting(
+      besideReadyFile(ferryd, name),
+      () => postStartInstall(ferryd, besideReadyFile(ferryd, name)),
+      `rollout ${k + 1}`,
+    );
+    expect(
+      existsSync(installedShim(ferryd)) ? statSync(installedShim(ferryd)).ino : undefined,
+      `rollout ${k + 1}: nothing installed before the new ferryd serves`,
+    ).toBe(before);
+    // Its ferryd, beside the old one, on the same node, config and paths.
+    const next: FerrydProcess = launchBeside(t, ferryd, node, { name });
     // Its ferryd logs ready right after it has written its ready file: the probe then passes.
     await untilLogged(next, 'ferryd ready', `rollout ${k + 1}`);
     const install = await installed;
     expect(install.exitCode, `rollout ${k + 1}: postStart install: ${install.stderr}`).toBe(0);
-    const readyAtMs = lines(next.log()).find((l) => l.msg === 'ferryd ready')?.time ?? Number.POSITIVE_INFINITY;
+    // Installed (a new file renamed into place) after its ferryd's ready file was written.
+    expect(statSync(installedShim(ferryd)).ino).not.toBe(before);
     expect(
-      install.atMs,
+      statSync(installedConflist(ferryd)).mtimeMs,
       `rollout ${k + 1}: the new ferry-cni went in after the new ferryd served`,
-    ).toBeGreaterThanOrEqual(readyAtMs);
+    ).toBeGreaterThanOrEqual(statSync(next.readyFile).mtimeMs);
     expect(await probe(ferryd, next.readyFile), `rollout ${k + 1}: the new pod is ready`).toBe(0);
     const handedOver = lines(old.log())
       .filter((l) => l.msg.startsWith('handed over'))
