@@ -4,33 +4,28 @@
  */
 import { expect, test } from 'vitest';
 import { addDevice, request, stateOf, useAttachments, type World } from '../testing/attachments-world';
-import type { AdoptedAttachment, AdoptionPlan } from './adoption-plan';
+import type { AdoptedAttachment, AdoptedInterface, AdoptionPlan } from './adoption-plan';
 
 const MAC = '02:fe:00:00:00:01';
 
-const planned = (over: Partial<AdoptedAttachment> = {}): AdoptedAttachment => ({
-  network: 'ferry',
-  containerId: 'a',
+/** What the node showed of pod "a": its host veth with one routed address, and a device a fresh database never named. */
+const infra: AdoptedInterface = {
   ifName: 'eth0',
-  netns: '/var/run/netns/a',
-  generation: 7,
-  interfaces: [
-    {
-      ifName: 'eth0',
-      nicType: 'InfraNIC',
-      routesJson: '[]',
-      hostVethName: 'fer-a',
-      shown: { mac: '0a:58:0a:f4:01:05', ifIndex: 2 },
-      addresses: [{ poolId: 1, address: '10.244.1.5' }],
-    },
-    {
-      ifName: 'net1',
-      nicType: 'DelegatedNIC',
-      routesJson: '[]',
-      device: { mac: MAC, group: 'frontend', hostIfName: 'ens5', learnedHostIfName: true },
-      addresses: [],
-    },
-  ],
+  nicType: 'InfraNIC',
+  routesJson: '[]',
+  hostVethName: 'fer-a',
+  addresses: [],
+};
+const shownInfra = {
+  ...infra,
+  shown: { mac: '0a:58:0a:f4:01:05', ifIndex: 2 },
+  addresses: [{ poolId: 1, address: '10.244.1.5' }],
+};
+const device = { mac: MAC, group: 'frontend', hostIfName: 'ens5', learnedHostIfName: true };
+const net1: AdoptedInterface = { ifName: 'net1', nicType: 'DelegatedNIC', routesJson: '[]', device, addresses: [] };
+const planned = (over: Partial<AdoptedAttachment> = {}): AdoptedAttachment => ({
+  ...{ network: 'ferry', containerId: 'a', ifName: 'eth0', netns: '/var/run/netns/a', generation: 7 },
+  interfaces: [shownInfra, net1],
   ...over,
 });
 const planOf = (attachments: AdoptedAttachment[], releasedSinceMs = 0): AdoptionPlan => ({
