@@ -68,6 +68,9 @@ export function heldIn(pools: PoolStore, spec: PoolSpec, poolId: number, nowMs: 
 export class NoRoomInBlocks extends CniError {
   readonly network: string;
   readonly family: 4 | 6;
+  /** How long an ADD may wait for a claim (the range's `blocks.waitMs`). */
+  readonly waitMs: number;
+  readonly range: string;
   constructor(spec: PoolSpec) {
     super(
       Code.TryAgainLater,
@@ -77,6 +80,8 @@ export class NoRoomInBlocks extends CniError {
     this.name = 'NoRoomInBlocks';
     this.network = spec.network;
     this.family = spec.family;
+    this.waitMs = spec.blocks?.waitMs ?? 0;
+    this.range = spec.subnetText;
   }
 }
 
