@@ -29,7 +29,15 @@ function block(name: string, node = 'node-a', extra: Record<string, unknown> = {
   };
 }
 
-const range = (cidr = '10.244.0.0/16') => ({
+interface RangeBody {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; uid?: string };
+  spec: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+const range = (cidr = '10.244.0.0/16'): RangeBody => ({
   apiVersion: 'ferry.dev/v1alpha1',
   kind: 'IPRange',
   metadata: { name: 'ferry.v4' },
@@ -208,7 +216,7 @@ describe('custom resources: update, status, patch', () => {
       ...labelled,
       metadata: { ...labelled.metadata, labels: { a: 'b' } },
       status: { blocksTotal: 9 },
-    } as ReturnType<typeof range>);
+    });
     expect(r2.status).toBe(200);
     expect(r2.body.metadata.generation).toBe(2);
     expect(r2.body.metadata.labels).toEqual({ a: 'b' });
@@ -227,7 +235,7 @@ describe('custom resources: update, status, patch', () => {
     const uid = await put(r2.body.metadata.resourceVersion, {
       ...labelled,
       metadata: { ...labelled.metadata, uid: 'another' },
-    } as ReturnType<typeof range>);
+    });
     expect(uid.status).toBe(422);
     expect(uid.body.details?.causes?.[0]?.field).toBe('metadata.uid');
   });
