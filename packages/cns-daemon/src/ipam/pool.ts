@@ -172,7 +172,8 @@ function subtract(from: readonly [bigint, bigint][], cut: readonly [bigint, bigi
   return out;
 }
 
-function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
+/** Sorts and merges intervals that overlap or touch. */
+export function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
   const sorted = [...list].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const out: [bigint, bigint][] = [];
   for (const [lo, hi] of sorted) {

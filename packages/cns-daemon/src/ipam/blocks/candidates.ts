@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type Cidr, lastOf } from '../cidr';
-import { blockSizeIn, type PoolSpec } from '../pool';
+import { blockSizeIn, mergeIntervals, type PoolSpec } from '../pool';
 
 export interface CandidateSearch {
   spec: PoolSpec;
@@ -25,7 +25,7 @@ export function findFreeBlocks({ spec, taken, seed, count }: CandidateSearch): C
   const { subnet } = spec;
   const size = settings.blockAddresses;
   const total = 1n << BigInt(settings.prefix - subnet.prefix);
-  const spans = mergedSpans(taken.filter((c) => c.family === subnet.family));
+  const spans = mergeIntervals(taken.filter((c) => c.family === subnet.family).map((c) => [c.base, lastOf(c)]));
   const startIndex = hashOf(seed) % total;
   const out: Cidr[] = [];
   let index = startIndex;
@@ -50,17 +50,6 @@ export function findFreeBlocks({ spec, taken, seed, count }: CandidateSearch): C
 
 function hashOf(seed: string): bigint {
   return createHash('sha256').update(seed).digest().readBigUInt64BE(0);
-}
-
-function mergedSpans(cidrs: readonly Cidr[]): [bigint, bigint][] {
-  const sorted = cidrs.map((c): [bigint, bigint] => [c.base, lastOf(c)]).sort((a, b) => (a[0] < b[0] ? -1 : 1));
-  const out: [bigint, bigint][] = [];
-  for (const [lo, hi] of sorted) {
-    const prev = out.at(-1);
-    if (prev && lo <= prev[1] + 1n) prev[1] = hi > prev[1] ? hi : prev[1];
-    else out.push([lo, hi]);
-  }
-  return out;
 }
 
 /** The span overlapping [lo, hi], if any (binary search over sorted, merged spans). */

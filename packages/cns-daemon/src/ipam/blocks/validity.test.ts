@@ -41,7 +41,7 @@ test('well-formed blocks are valid; names, ranges, prefixes and overlaps are jud
     'pods.v4.10-244-3-0-26': 'valid',
     'pods.v4.10-244-3-64-26': 'valid',
     'pods.v4.10-244-3-0-24': 'Overlap: 10.244.3.0/24 overlaps block 10.244.3.0/26 of node node-1',
-    'pods.v4.10-244-9-0-25': 'Misaligned: 10.244.9.0/25 is not a /26 block of 10.244.0.0/16',
+    'pods.v4.10-244-9-0-25': 'OutsideRange: 10.244.9.0/25 is not a /26 block of 10.244.0.0/16',
     'pods.v4.10-245-0-0-26': 'OutsideRange: 10.245.0.0/26 is not inside the range 10.244.0.0/16',
     'pods.v4.10-244-5-0-26': 'NameMismatch: the name of a block of 10.244.4.0/26 is pods.v4.10-244-4-0-26',
     'other.v4.10-9-0-0-26': 'UnknownRange: network "other" IPv4 is not a range split into blocks on this node',

@@ -2,15 +2,17 @@
  * Which IPBlocks are what they say, judged by every ferryd from its informer's cache and its own config
  * (an object anyone with write access could have created by hand is hostile input): the name is the one
  * derived from network, family and CIDR (so a claim is a create-if-absent on one name per block), the
- * CIDR is inside the network's range, of the range's block prefix. Well-formed blocks cannot overlap (one
- * name per aligned CIDR); a malformed one overlapping a well-formed one is an Overlap, else Misaligned. A
+ * CIDR is canonical, inside the network's range and of the range's block prefix. Well-formed blocks cannot
+ * overlap (one name per aligned CIDR); a malformed one overlapping a well-formed one is an Overlap. A
  * block that is not valid is never handed out of, nor routed to.
  */
+import type { InvalidBlockReason } from '@ferry/shared-types/kube/ipam';
 import { type Cidr, contains, lastOf, overlaps, parseCidr } from '../cidr';
 import type { PoolSpec } from '../pool';
 import type { ClusterBlock } from './ports';
 
-export type InvalidReason = 'NameMismatch' | 'OutsideRange' | 'Misaligned' | 'Overlap' | 'UnknownRange';
+/** Why a block is not valid: the IPBlock condition's reasons, or a range this node does not split into blocks. */
+export type InvalidReason = InvalidBlockReason | 'UnknownRange';
 
 export type Verdict = { isValid: true; cidr: Cidr } | { isValid: false; reason: InvalidReason; message: string };
 
@@ -92,7 +94,7 @@ function formOf(block: ClusterBlock, rules: ValidityRules): Verdict {
   if (cidr.prefix !== spec.blocks.prefix) {
     return {
       isValid: false,
-      reason: 'Misaligned',
+      reason: 'OutsideRange',
       message: `${block.cidr} is not a /${spec.blocks.prefix} block of ${spec.subnetText}`,
     };
   }
