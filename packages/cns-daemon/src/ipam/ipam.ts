@@ -9,8 +9,8 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';
-import { bitsOf, type Cidr, contains, type Family, lastOf, overlaps, parseCidr } from './cidr';
-import { type PoolSpec, poolSpecsOf, withBlocks } from './pool';
+import { bitsOf, type Cidr, contains, type Family, lastOf, overlaps, parseCidr, toBigInt } from './cidr';
+import { offsetHex, type PoolSpec, poolOf, poolSpecsOf, withBlocks } from './pool';
 
 export interface NetworkPools {
   config: NetworkConfig;
@@ -98,6 +98,36 @@ export class Ipam {
       const picked = pickFree(this.#pools, spec, poolId, this.#pools.cursorOf(poolId), nowMs);
       this.#pools.assign(poolId, picked.offsetHex, picked.address, interfaceId, nowMs);
     }
+  }
+
+  /** The pool `address` (without prefix length) is in: of network `network`, or of any network. */
+  poolOf(address: string, network?: string): { spec: PoolSpec; poolId: number } | undefined {
+    const nets = network === undefined ? this.networks() : [this.#networks.get(network)].filter((n) => n !== undefined);
+    return poolOf(
+      nets.flatMap((n) => n.pools),
+      address,
+    );
+  }
+
+  /** The interface that `address` of pool `poolId` is Assigned to; undefined when none is (free, or cooling down). */
+  holderOf(poolId: number, address: string): number | undefined {
+    return this.#pools.rowAt(poolId, this.#offsetOf(poolId, address))?.interface_id ?? undefined;
+  }
+
+  /**
+   * Assigns one particular address of pool `poolId` to `interfaceId` whatever its row says: the node
+   * showed it in use (Attachments.adopt).
+   */
+  claim(poolId: number, address: string, interfaceId: number, nowMs: number): void {
+    this.#pools.claim(poolId, this.#offsetOf(poolId, address), address, interfaceId, nowMs);
+  }
+
+  #offsetOf(poolId: number, address: string): string {
+    const spec = this.networks()
+      .flatMap((n) => n.pools)
+      .find((p) => p.poolId === poolId)?.spec;
+    if (!spec) throw new CniError(Code.Internal, `address ${address}: pool ${poolId} is not configured`);
+    return offsetHex(spec, toBigInt(address));
   }
 
   /**

@@ -11,7 +11,17 @@ import {
   type NetworkConfig,
   type PoolConfig,
 } from '@ferry/shared-types/config/ferryd';
-import { type Cidr, type Family, formatCidr, lastOf, parseCidr, parseExclusion, toBigInt } from './cidr';
+import {
+  type Cidr,
+  contains,
+  type Family,
+  familyOf,
+  formatCidr,
+  lastOf,
+  parseCidr,
+  parseExclusion,
+  toBigInt,
+} from './cidr';
 
 /**
  * On an InfraNIC network every pod's gateway is a link-local address no interface owns on IPv4
@@ -187,6 +197,22 @@ export function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
 
 export function offsetHex(spec: PoolSpec, address: bigint): string {
   return (address - spec.subnet.base).toString(16).padStart(spec.hexWidth, '0');
+}
+
+/**
+ * The pool of `pools` that `address` (without prefix length) is in: the one address→pool lookup of
+ * everything that meets an address it did not hand out (adoption from the node). Undefined for none, and
+ * for text that is no address.
+ */
+export function poolOf<P extends { spec: PoolSpec }>(pools: readonly P[], address: string): P | undefined {
+  let n: bigint;
+  try {
+    n = toBigInt(address);
+  } catch {
+    return undefined;
+  }
+  const family = familyOf(address);
+  return pools.find((p) => p.spec.family === family && contains(p.spec.subnet, n));
 }
 
 export function addressOfHex(spec: PoolSpec, hex: string): bigint {

@@ -131,7 +131,7 @@ export class PoolStore {
 
   /**
    * Assigns one particular address to an interface whatever its row says (the node showed it in use:
-   * node-state/adoption.ts); the caller has read the row before, to say whose it was.
+   * Ipam.claim for Attachments.adopt); the caller has read the row before, to say whose it was.
    */
   claim(poolId: number, offsetHex: string, address: string, interfaceId: number, nowMs: number): void {
     this.#claim.run({ poolId, offsetHex, address, interfaceId, nowMs });
