@@ -19,6 +19,7 @@ import type { Attachments } from './attachments/attachments';
 import type { DevicePlugin } from './device-plugin/build';
 import { httpStatusOf } from './errors';
 import type { HandingOver } from './handover/handing-over';
+import type { BlockManager } from './ipam/blocks/manager';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
@@ -60,6 +61,8 @@ export interface AppDeps {
   pods?: PodServices;
   /** The kubelet's device plugin, when ferryd serves groups to it (an ADD asks it for the pod's allocation). */
   devicePlugin?: DevicePlugin;
+  /** The block manager, when a network's pool is a range split into blocks (cluster IPAM). */
+  blocks?: BlockManager;
 }
 
 export interface AppOptions {
@@ -158,6 +161,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       storage: deps.storage,
       ...(deps.pods ? { pods: deps.pods } : {}),
       ...(deps.devicePlugin ? { devicePlugin: deps.devicePlugin } : {}),
+      ...(deps.blocks ? { blocks: deps.blocks } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,
@@ -171,6 +175,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   await app.register(operatorRoutes, {
     operator: deps.operator,
     pods: deps.pods,
+    ...(deps.blocks ? { blocks: deps.blocks } : {}),
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
   });
   return app;

@@ -7,6 +7,7 @@
 
 import { Ip, Iproute2 } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
+import type { Violation } from '@ferry/shared-types/api/operator';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
@@ -23,6 +24,8 @@ import { servedGroupsOf } from './device-plugin/served';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
+import type { BlockServices, buildBlockServices } from './ipam/blocks/build';
+import { pendingPodsOf } from './ipam/blocks/demand';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
@@ -36,6 +39,7 @@ import { Reconciler, type ReconcilerDeps } from './reconcile/reconciler';
 import { StaleEndpoints } from './reconcile/stale-endpoints';
 import { StorageHealth } from './storage/health';
 import { AttachmentStore } from './store/attachments';
+import { BlockStore } from './store/blocks';
 import { type Db, probeWrite } from './store/db';
 import { DeviceStore } from './store/devices';
 import { GroupCommit } from './store/group-commit';
@@ -70,12 +74,15 @@ export interface ServiceOptions {
   podServices?: typeof buildPodServices;
   /** The device plugin, loaded when `devicePlugin` is set (it brings gRPC). */
   devicePlugin?: typeof buildDevicePlugin;
+  /** Cluster IPAM, loaded when a network's pool has `blocks` (it brings the Kubernetes client). */
+  blockServices?: typeof buildBlockServices;
 }
 
 interface Stores {
   attachmentStore: AttachmentStore;
   pools: PoolStore;
   devices: DeviceStore;
+  blocks: BlockStore;
 }
 
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
@@ -96,29 +103,84 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   storage.onRecovered(() => drainer.drainSoon());
   // After the transaction: the pass shows freed devices home now rather than at the next period.
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
-  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
+  // Cluster IPAM reads what is built after it (the pods scheduled here, the other Nodes' pod CIDRs) when it runs.
+  let late: { pods?: PodServices; cluster?: ClusterController } = {};
+  const blocks = blockServicesOf(config, db, stores, ipam, () => late, opts);
+  const routedBlocks = blocks ? { peers: blocks.peers, own: blocks.own } : undefined;
+  const cluster = config.cluster
+    ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource, routedBlocks)
+    : undefined;
   const devicePlugin = devicePluginOf(config, choice.served, inventory, metrics, opts);
-  const operatorParts = { ipam, attachments, inventory, drainer, reconciler, ip, cluster, devicePlugin, nodeState };
+  const operatorParts = {
+    ...{ ipam, attachments, inventory, drainer, reconciler, ip, cluster, devicePlugin, nodeState },
+    blockViolations: () => blocks?.manager.violations() ?? [],
+  };
   const operator = operatorOf(db, stores, { ...operatorParts, tenancy: choice.tenancy }, now);
   const lifecycle = new Lifecycle();
   metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
   const pods = podsOf(config, operator, attachments, choice.pci, metrics, opts);
+  late = { ...(pods ? { pods } : {}), ...(cluster ? { cluster } : {}) };
   if (cluster) registerClusterMetrics(metrics.registry, cluster);
+  blocks?.registerMetrics(metrics.registry);
   nodeState.registerMetrics(metrics.registry);
   const writes = new GroupCommit(db);
   const ping = () => void db.prepare('SELECT 1').get();
   return {
-    deps: { attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
+    deps: {
+      ...{ attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
+      ...(blocks ? { blocks: blocks.manager } : {}),
+    },
     reconciler,
     drainer,
     ...(pods ? { pods } : {}),
     ...(devicePlugin ? { devicePlugin } : {}),
-    background: [cluster, pods, devicePlugin].filter((part): part is NonNullable<typeof part> => part !== undefined),
+    // The blocks first: routing and ADDs follow what the block manager holds.
+    background: [blocks, cluster, pods, devicePlugin].filter(
+      (part): part is NonNullable<typeof part> => part !== undefined,
+    ),
   };
 }
 
 function storesOf(db: Db): Stores {
-  return { attachmentStore: new AttachmentStore(db), pools: new PoolStore(db), devices: new DeviceStore(db) };
+  return {
+    attachmentStore: new AttachmentStore(db),
+    pools: new PoolStore(db),
+    devices: new DeviceStore(db),
+    blocks: new BlockStore(db),
+  };
+}
+
+/**
+ * Cluster IPAM, when a network's pool is a range split into blocks: the block manager counts the pods the
+ * watch shows on their way as demand, and never claims a block inside another Node's spec.podCIDRs.
+ */
+function blockServicesOf(
+  config: FerrydConfig,
+  db: Db,
+  stores: Stores,
+  ipam: Ipam,
+  late: () => { pods?: PodServices; cluster?: ClusterController },
+  opts: ServiceOptions,
+): BlockServices | undefined {
+  if (!ipam.networks().some((n) => n.pools.some((p) => p.spec.blocks))) return undefined;
+  if (!opts.blockServices) throw new Error('a pool has blocks but the cluster IPAM services were not loaded');
+  const kubernetes = config.cluster?.kubernetes;
+  return opts.blockServices({
+    ...(kubernetes?.kubeconfig ? { kubeconfig: kubernetes.kubeconfig } : {}),
+    // The config check requires a node name and `kubernetes` with blocks.
+    nodeName: config.cluster?.nodeName ?? '',
+    db,
+    ipam,
+    pools: stores.pools,
+    blocks: stores.blocks,
+    pendingOf: (network) => {
+      const pods = late().pods?.cache.pods() ?? [];
+      return pods.length === 0 ? 0 : pendingPodsOf(pods, ipam.network(network).config, stores.attachmentStore);
+    },
+    foreignPodCIDRs: () => late().cluster?.peers.flatMap((p) => p.podCIDRs) ?? [],
+    log: opts.log,
+    now: opts.now,
+  });
 }
 
 /** What decides which device a pod gets (PCI addresses, tenancy, the kubelet's groups) and the inventory. */
@@ -201,10 +263,13 @@ function operatorOf(
     cluster: ClusterController | undefined;
     devicePlugin: DevicePlugin | undefined;
     nodeState: NodeState;
+    /** Cluster IPAM's conflicts (ipam/blocks/manager.ts). */
+    blockViolations: () => Violation[];
   },
   now: () => number,
 ): Operator {
   const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin, nodeState } = parts;
+  const { blockViolations } = parts;
   const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -221,7 +286,7 @@ function operatorOf(
       devices,
       drainer,
       ip,
-      nodeState: () => nodeState.violations(),
+      nodeState: () => [...nodeState.violations(), ...blockViolations()],
       ...inCluster,
       ...(devicePlugin ? { devicePlugin } : {}),
     }),

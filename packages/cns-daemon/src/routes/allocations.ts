@@ -3,6 +3,7 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../attachments/attachments';
 import type { DevicePlugin } from '../device-plugin/build';
+import { type RoomWaiter, withRoom } from '../ipam/room';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
 import type { PodServices } from '../pods/build';
@@ -26,7 +27,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   pods?: PodServices;
   /** The device plugin, when ferryd serves groups to the kubelet: what the kubelet allocated to the pod. */
   devicePlugin?: Pick<DevicePlugin, 'allocationOf'>;
-}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods, devicePlugin }) => {
+  /** The block manager, when a pool is a range split into blocks: an ADD with no room waits for its claim. */
+  blocks?: RoomWaiter & { poke(): void };
+}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods, devicePlugin, blocks }) => {
   /**
    * The journal's files that were there when an answer went out (other pods' entries, on a busy node),
    * promoted once it is on its way; one settle per turn of the event loop however many allocations it
@@ -63,7 +66,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
       // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
       // busy node) wait until the answer has been written.
       attachments.settleJournal({ attachment: body });
-      const result = await writes.run(() => attachments.allocate(body, nics, allocated));
+      const result = await withRoom(blocks, () => writes.run(() => attachments.allocate(body, nics, allocated)));
+      // The block manager counts again soon (off this answer's path): a claim ahead of demand.
+      blocks?.poke();
       if (nics && body.pod?.namespace && body.pod.name) pods?.refusals.clear(body.pod.namespace, body.pod.name);
       return result;
     } catch (err) {

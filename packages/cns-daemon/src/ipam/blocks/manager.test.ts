@@ -247,7 +247,13 @@ test('a database lost: the blocks are re-learned from the API server; an address
   await fresh.manager.runSoon();
   expect(fresh.held()).toEqual(['10.9.0.192/28']);
   expect(fresh.manager.violations()).toEqual([
-    expect.stringMatching(/addresses in use on this node lie in block 10\.9\.0\.96\/28, which node node-b holds/),
+    {
+      kind: 'block-conflict',
+      subject: '10.9.0.96/28',
+      msg: expect.stringMatching(
+        /addresses in use on this node lie in block 10\.9\.0\.96\/28, which node node-b holds/,
+      ),
+    },
   ]);
 });
 
@@ -259,8 +265,18 @@ test('a block edited by hand that names this node but is not valid is never hand
   await n.manager.runSoon();
   expect(n.held()).toHaveLength(1);
   expect(n.held()[0]).toMatch(/^10\.9\.0\.(64|128|192|208|224|240|80|96|112|144|160|176)\/28$/);
-  expect(n.manager.violations().join('\n')).toMatch(
+  expect(
+    n.manager
+      .violations()
+      .map((v) => v.msg)
+      .join('\n'),
+  ).toMatch(
     /IPBlock pods\.v4\.10-9-0-0-26 \(10\.9\.0\.0\/26\) names this node but is not valid: 10\.9\.0\.0\/26 is not a \/28 block/,
   );
-  expect(n.manager.violations().join('\n')).toMatch(/10\.9\.1\.0\/28 is not inside the range 10\.9\.0\.0\/24/);
+  expect(
+    n.manager
+      .violations()
+      .map((v) => v.msg)
+      .join('\n'),
+  ).toMatch(/10\.9\.1\.0\/28 is not inside the range 10\.9\.0\.0\/24/);
 });

@@ -18,6 +18,8 @@
  * releases wait (with a back-off) and nothing is lost. An ADD that finds no room waits (waitForRoom) for
  * the claim it causes, for a bounded time.
  */
+import type { BlockRange } from '@ferry/shared-types/api/blocks';
+import type { Violation } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
 import { backoffDelayMs } from '../../kube/backoff';
 import { describeApiError } from '../../kube/connection';
@@ -67,25 +69,6 @@ export interface BlockManagerDeps {
   tickMs?: number;
 }
 
-/** One range's state for operators (ferryctl blocks, metrics). */
-export interface PoolBlocksStatus {
-  network: string;
-  family: Family;
-  range: string;
-  prefixLength: number;
-  blocks: { cidr: string; state: 'held' | 'releasing'; allocatable: number; used: number; emptySince: string | null }[];
-  /** Addresses free in the blocks held, less the pods on their way. */
-  free: number;
-  pending: number;
-  claiming: number;
-  isRangeExhausted: boolean;
-  lastError: string | null;
-  /** Addresses this node uses in blocks another node holds, or blocks of this node the API server refuses. */
-  conflicts: string[];
-  /** The cluster's use of the range, as the informer shows it. */
-  cluster: { blocksTotal: string; blocksHeld: number; nodes: number };
-}
-
 interface PoolState {
   network: string;
   family: Family;
@@ -114,7 +97,10 @@ export class BlockManager {
   /** Blocks created by this process that the informer has not shown yet: never forgotten for that. */
   readonly #recentlyClaimed = new Set<string>();
   readonly #waiters = new Set<Waiter>();
+  readonly #heldListeners = new Set<() => void>();
   #verdicts = new Map<string, Verdict>();
+  /** The view changed since the verdicts were made. */
+  #isJudged = false;
   #running: Promise<void> | undefined;
   #again = false;
   #timer: NodeJS.Timeout | undefined;
@@ -154,7 +140,10 @@ export class BlockManager {
 
   start(): void {
     if (!this.isActive) return;
-    this.#deps.view.onChange(() => this.poke());
+    this.#deps.view.onChange(() => {
+      this.#isJudged = false;
+      this.poke();
+    });
     this.#timer = setInterval(() => this.poke(), this.#deps.tickMs ?? DEFAULT_TICK_MS);
     this.#timer.unref();
     this.poke();
@@ -165,6 +154,19 @@ export class BlockManager {
     clearInterval(this.#timer);
     for (const w of this.#waiters) this.#settle(w, 'timeout');
     await this.#running;
+  }
+
+  /** `listener` runs after every change of the blocks IPAM hands out of (a claim, a release, re-learning). */
+  onHeldChanged(listener: () => void): void {
+    this.#heldListeners.add(listener);
+  }
+
+  /** The blocks held of `network` (all families), as CIDR text. */
+  heldOf(network: string): string[] {
+    return [...this.#pools.values()]
+      .filter((p) => p.network === network)
+      .flatMap((p) => this.#deps.blocks.blocksOf(p.poolId).filter((b) => b.state === 'held'))
+      .map((b) => b.cidr);
   }
 
   /** Look again soon (an allocation or a release changed the counts). Never waits. */
@@ -210,7 +212,7 @@ export class BlockManager {
   }
 
   /** Every range's state (ferryctl blocks, metrics). */
-  status(): PoolBlocksStatus[] {
+  status(): BlockRange[] {
     const view = this.#deps.view.hasSynced() ? this.#deps.view.blocks() : [];
     return [...this.#pools.values()].map((p) => {
       const spec = this.#specOf(p);
@@ -245,14 +247,26 @@ export class BlockManager {
   }
 
   /** The conflicts of every range, as doctor violations. */
-  violations(): string[] {
+  violations(): Violation[] {
     return [...this.#pools.values()].flatMap((p) =>
-      [...p.conflicts.values()].map((c) => `network "${p.network}" IPv${p.family}: ${c}`),
+      [...p.conflicts].map(([key, msg]) => ({
+        kind: 'block-conflict' as const,
+        subject: key.replace(/^invalid /, ''),
+        msg: `network "${p.network}" IPv${p.family}: ${msg}`,
+      })),
     );
   }
 
   /** The verdict on each IPBlock of the view, by name (routing leaves out those that are not valid). */
   verdicts(): ReadonlyMap<string, Verdict> {
+    if (!this.#isJudged && this.#deps.view.hasSynced()) {
+      this.#verdicts = judgeBlocks(this.#deps.view.blocks(), {
+        rangeOf: (network, family) =>
+          this.#pools.has(keyOf(network, family)) ? this.#specOfOrNone(network, family) : undefined,
+        nameOf: this.#deps.nameOf,
+      });
+      this.#isJudged = true;
+    }
     return this.#verdicts;
   }
 
@@ -270,15 +284,15 @@ export class BlockManager {
       .map((b) => parseCidr(b.cidr));
     this.#deps.ipam.setBlocks(p.network, p.family, held);
     this.#wakeWaiters(p);
+    for (const l of this.#heldListeners) l();
   }
 
   async #pass(): Promise<void> {
     const { view } = this.#deps;
     if (view.hasSynced()) {
-      this.#verdicts = judgeBlocks(view.blocks(), {
-        rangeOf: (network, family) => this.#pools.get(keyOf(network, family)) && this.#specOfOrNone(network, family),
-        nameOf: this.#deps.nameOf,
-      });
+      // Judged afresh every pass: cheap, and right even when no change event came (a view without them).
+      this.#isJudged = false;
+      this.verdicts();
       for (const p of this.#pools.values()) this.#relearn(p);
     }
     for (const p of this.#pools.values()) {
@@ -562,7 +576,7 @@ export class BlockManager {
   }
 
   #isValid(b: ClusterBlock): boolean {
-    return this.#verdicts.get(b.name)?.isValid === true;
+    return this.verdicts().get(b.name)?.isValid === true;
   }
 
   #failed(p: PoolState, err: unknown): void {

@@ -1,0 +1,102 @@
+/**
+ * Cluster IPAM's parts on this node, built when some network's pool is a range split into blocks: the
+ * IPBlock informer, the block manager over it, and what routing reads of both (the peers' valid blocks,
+ * this node's). Loaded by daemon.ts only then: it brings the Kubernetes client library (cluster/build.ts
+ * says what that costs).
+ */
+import { blockNameOf } from '@ferry/shared-types/kube/ipam';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { PeerBlocks } from '../../cluster/block-peers';
+import type { OwnBlocks } from '../../cluster/controller';
+import { loadKubeConfig } from '../../kube/connection';
+import { IpamApi } from '../../kube/ipam-api';
+import type { BlockStore } from '../../store/blocks';
+import type { Db } from '../../store/db';
+import type { PoolStore } from '../../store/pools';
+import type { Ipam } from '../ipam';
+import { kubeBlockApi, kubeBlockView } from './kube-blocks';
+import { BlockManager } from './manager';
+import { blockMetrics } from './metrics';
+
+export interface BlockServicesOptions {
+  kubeconfig?: string;
+  nodeName: string;
+  db: Db;
+  ipam: Ipam;
+  pools: PoolStore;
+  blocks: BlockStore;
+  pendingOf?: (network: string) => number;
+  foreignPodCIDRs?: () => readonly string[];
+  log: Logger;
+  now: () => number;
+}
+
+export interface BlockServices {
+  manager: BlockManager;
+  /** Routing: every other node's valid blocks of networks whose pods are routed (InfraNIC). */
+  peers: PeerBlocks;
+  /** Routing: this node's blocks of those networks. */
+  own: OwnBlocks;
+  /** ferry_ipam_blocks, ferry_ipam_block_claims_total and the rest (metrics.ts). */
+  registerMetrics(registry: Registry): void;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
+  const log = opts.log.child({ component: 'blocks' });
+  const kc = loadKubeConfig(opts.kubeconfig);
+  const api = new IpamApi({ kc });
+  const cache = api.blockCache(log);
+  const view = kubeBlockView(cache);
+  const metrics = blockMetrics();
+  const manager = new BlockManager({
+    nodeName: opts.nodeName,
+    db: opts.db,
+    ipam: opts.ipam,
+    pools: opts.pools,
+    blocks: opts.blocks,
+    api: kubeBlockApi(api, kc, opts.nodeName),
+    view,
+    nameOf: blockNameOf,
+    ...(opts.pendingOf ? { pendingOf: opts.pendingOf } : {}),
+    ...(opts.foreignPodCIDRs ? { foreignPodCIDRs: opts.foreignPodCIDRs } : {}),
+    events: metrics.events,
+    log,
+    now: opts.now,
+  });
+  const routed = new Set(
+    opts.ipam
+      .networks()
+      .filter((n) => n.config.infraNIC)
+      .map((n) => n.config.name),
+  );
+  return {
+    manager,
+    peers: {
+      routed: () =>
+        view
+          .blocks()
+          .filter(
+            (b) =>
+              b.node !== opts.nodeName && routed.has(b.network) && manager.verdicts().get(b.name)?.isValid === true,
+          ),
+      onChange: (listener) => view.onChange(listener),
+    },
+    own: {
+      cidrs: () => [...routed].flatMap((network) => manager.heldOf(network)),
+      onChange: (listener) => manager.onHeldChanged(listener),
+    },
+    registerMetrics: (registry) => metrics.register(registry, manager),
+    start() {
+      log.info({ nodeName: opts.nodeName }, 'watching IPBlocks; claiming blocks of the ranges');
+      cache.start();
+      manager.start();
+    },
+    async stop() {
+      await manager.stop();
+      await cache.stop();
+    },
+  };
+}
