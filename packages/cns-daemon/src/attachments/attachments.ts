@@ -15,16 +15,20 @@ import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
+import type { KubeletAllocation } from '../device-plugin/served';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
+import { AdoptedStore } from '../store/adopted';
 import type { AttachmentStore } from '../store/attachments';
 import { type Db, transactionRunner } from '../store/db';
 import type { DeviceStore } from '../store/devices';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
+import { type AdoptionPlan, type AdoptionWritten, writeAdoption } from './adoption-plan';
 import type { JournalDir } from './commit-journal';
+import type { WantedDevice } from './free-devices';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
-import { type KubeletAllocation, NicChoice, type WantedDevice } from './nic-choice';
+import { NicChoice } from './nic-choice';
 import { addressesOf, routesOf, toRecord } from './records';
 import { Tenancy } from './tenancy';
 
@@ -59,12 +63,14 @@ export class Attachments {
    */
   readonly #releasesAsked = new Map<string, number>();
   readonly #choice: NicChoice;
+  readonly #adopted: AdoptedStore;
   #devicesReleased: () => void = () => undefined;
   #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
     this.#deps = deps;
     this.#tx = transactionRunner(deps.db);
+    this.#adopted = new AdoptedStore(deps.db);
     this.#choice = new NicChoice({
       devices: deps.devices,
       attachmentStore: deps.attachmentStore,
@@ -385,6 +391,24 @@ export class Attachments {
       }
       if (w.pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
     }
+  }
+
+  /**
+   * Writes what the node showed that the database lacks (adoption-plan.ts says how), in one transaction;
+   * one outcome per planned attachment.
+   */
+  adopt(plan: AdoptionPlan): AdoptionWritten[] {
+    return this.#tx(() =>
+      writeAdoption(plan, {
+        attachmentStore: this.#deps.attachmentStore,
+        adopted: this.#adopted,
+        devices: this.#deps.devices,
+        ipam: this.#deps.ipam,
+        nowMs: this.#deps.now(),
+        releaseAskedSince: (containerId, ifName, sinceMs) => this.releaseAskedSince(containerId, ifName, sinceMs),
+        release: (a) => this.#releaseAttachment(a),
+      }),
+    );
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
- * Which delegated devices one attachment gets (DESIGN.md "Which pods get which NICs"), decided inside the
- * allocation's transaction, before anything is stored or built:
+ * Which delegated devices one attachment gets (docs/architecture.md "ADD (ferryd up)" and "Delegated
+ * devices as resources"), decided inside the allocation's transaction, before anything is stored or built:
  *
  * - an InfraNIC network's attachment: the pod's operator reservations, then the entries of its
  *   `ferry.dev/nics` annotation meant for this attachment (which, when the pod has the annotation, replace
@@ -8,66 +8,29 @@
  * - a secondary network's (`infraNIC: false`) attachment: one device under CNI_IFNAME, the one the runtime
  *   names (`runtimeConfig.deviceID`), else the annotation's entry for this network, else the conflist's.
  *
- * A group ferryd serves to the kubelet as a resource (`ferry.dev/<group>`, device-plugin/) is the
- * kubelet's to give: its devices go only to the pod the kubelet allocated them to (`allocated`, from the
- * kubelet's pod-resources API, or the runtime's deviceID), never from the free pool, a reservation or a
- * conflist's count; a pod with no allocation gets none of them. The annotation places them (`network`)
- * and names and addresses them; the ones it does not mention go to the pod's primary attachment.
- *
- * An annotation is a tenant's request (whoever may create a pod may write it), so all of it is checked at
- * every attachment of its pod against what exists and what the namespace may have (tenancy.ts): an unknown
- * network, group or device, a group not bound to the namespace, a static address outside its ranges or
- * held by another pod, an in-pod name already taken, is refused naming the pod, the annotation, the entry
- * and the problem. Then this attachment's devices must be free. Every refusal is a PodNicRefusal, whose
- * reason ferryd counts.
+ * The annotation is checked first (annotation-checks.ts), then the kubelet's grant is shared out
+ * (kubelet-grant.ts), then the devices are taken (free-devices.ts); each must be free for this pod.
  */
 import type { AllocateRequest } from '@ferry/shared-types/api/allocations';
-import { type AssignedAddress, PciAddressSchema, type PodRoute } from '@ferry/shared-types/api/common';
-import type { DelegatedNicsRequest } from '@ferry/shared-types/cni/config';
+import { PciAddressSchema } from '@ferry/shared-types/api/common';
 import type { NetworkConfig } from '@ferry/shared-types/config/ferryd';
 import { CniError, Code } from '@ferry/shared-types/errors';
-import { POD_NICS_ANNOTATION, type PodNic, type PodNics } from '@ferry/shared-types/kube/pod-nics';
+import { POD_NICS_ANNOTATION, type PodNics } from '@ferry/shared-types/kube/pod-nics';
 import * as z from 'zod/mini';
-import { reservationOf } from '../devices/inventory';
+import { type KubeletAllocation, resourceOf } from '../device-plugin/served';
 import type { PciAddresses } from '../devices/pci';
-import { canonicalAddress, familyOf } from '../ipam/cidr';
 import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
 import type { DeviceRow, InterfaceRow } from '../store/rows';
+import { AnnotationChecks, type Asked, checkNames, entryFor, entryOf } from './annotation-checks';
+import { checkFree, DeviceLookup, isMac } from './device-lookup';
+import { FreeDevices, type WantedDevice, wantedOf } from './free-devices';
+import { type Grant, KubeletGrants } from './kubelet-grant';
+import { type Asker, askerOf, PodNicRefusal } from './pod-nic-refusal';
 import type { Tenancy } from './tenancy';
 
 /** The name the kubelet gives a pod's primary interface: an annotation entry without `network` is its. */
 export const PRIMARY_IF_NAME = 'eth0';
-
-/** Why a pod does not get what it asked for: the label of ferryd's refusal metric. */
-export type RefusalReason = 'malformed' | 'unknown' | 'not-allowed' | 'unavailable';
-
-/** A refused request for delegated NICs (116: the pod may not, or asks for nothing that exists; 106: none free). */
-export class PodNicRefusal extends CniError {
-  readonly reason: RefusalReason;
-  constructor(reason: RefusalReason, message: string) {
-    super(reason === 'unavailable' ? Code.DeviceUnavailable : Code.InvalidPodIntent, message);
-    this.name = 'PodNicRefusal';
-    this.reason = reason;
-  }
-}
-
-/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
-export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
-
-/** The extended resource a served group is (the kubelet's name for it). */
-export const resourceOf = (group: string) => `ferry.dev/${group}`;
-
-/** One device an attachment gets, and what its interface row stores. */
-export interface WantedDevice {
-  row: DeviceRow;
-  /** Its name in the pod; absent: the next free netN. */
-  ifName?: string;
-  statics: AssignedAddress[];
-  routes: PodRoute[];
-  /** A secondary network's device without static addresses takes the network's pool addresses. */
-  pooled: boolean;
-}
 
 export interface NicChoiceDeps {
   devices: DeviceStore;
@@ -81,39 +44,32 @@ export interface NicChoiceDeps {
   served?: ReadonlySet<string>;
 }
 
-/** Who gets the pod's allocated devices: annotation entries (by index), and the rest (its primary attachment). */
-interface Grant {
-  byEntry: ReadonlyMap<number, DeviceRow>;
-  rest: readonly DeviceRow[];
-  /** Every allocated device's MAC; undefined when the kubelet was not asked (the device plugin is off, no pod). */
-  all: ReadonlySet<string> | undefined;
-}
-
-/** One entry of the annotation, checked, with the device it names (by mac or pciAddress). */
-interface Asked {
-  index: number;
-  nic: PodNic;
-  row?: DeviceRow;
-}
-
-/** Who asks, for messages: the pod and (for its annotation) where in it. */
-interface Asker {
-  namespace: string | undefined;
-  name: string | undefined;
-  pod: string;
-}
-
 const isPciAddress = (s: string) => z.safeParse(PciAddressSchema, s).success;
-const isMac = (s: string) => /^([0-9a-f]{2}[:-]){5}[0-9a-f]{2}$/i.test(s);
-const normalMac = (mac: string) => mac.toLowerCase().replaceAll('-', ':');
 
 export class NicChoice {
-  readonly #deps: NicChoiceDeps;
   readonly #served: ReadonlySet<string>;
+  readonly #tenancy: Tenancy;
+  readonly #lookup: DeviceLookup;
+  readonly #checks: AnnotationChecks;
+  readonly #grants: KubeletGrants;
+  readonly #free: FreeDevices;
 
   constructor(deps: NicChoiceDeps) {
-    this.#deps = deps;
-    this.#served = deps.served ?? new Set();
+    const served = deps.served ?? new Set<string>();
+    const { tenancy } = deps;
+    const lookup = new DeviceLookup(deps.devices, deps.pci);
+    this.#served = served;
+    this.#tenancy = tenancy;
+    this.#lookup = lookup;
+    this.#checks = new AnnotationChecks({
+      lookup,
+      attachmentStore: deps.attachmentStore,
+      tenancy,
+      hasNetwork: deps.hasNetwork,
+      served,
+    });
+    this.#grants = new KubeletGrants({ lookup, tenancy, served });
+    this.#free = new FreeDevices({ devices: deps.devices, tenancy, served });
   }
 
   /**
@@ -129,273 +85,32 @@ export class NicChoice {
     allocated?: KubeletAllocation,
   ): WantedDevice[] {
     const who = askerOf(req);
-    const asked = nics && who.namespace ? this.#checkAnnotation(who, who.namespace, nics) : undefined;
-    const grant = this.#grant(who, asked ?? [], allocated);
+    const asked = nics && who.namespace ? this.#checks.check(who, who.namespace, nics) : undefined;
+    const grant = this.#grants.grantOf(who, asked ?? [], allocated);
     if (!net.infraNIC) return [this.#secondary(req, who, asked, others, grant)];
-    const wanted = this.#reserved(req, who, others);
+    const wanted = this.#free.reserved(req, who, others);
     const mine = asked?.filter(
       (a) => a.nic.network === req.network || (!a.nic.network && req.ifName === PRIMARY_IF_NAME),
     );
     if (mine) {
       checkNames(req, who, mine, others);
-      const [kubelets, own] = partition(mine, (a) => this.#isServed(a));
-      wanted.push(...this.#fromAnnotation(who, own, wanted, others));
+      const [kubelets, own] = partition(mine, (a) => this.#grants.isServed(a));
+      wanted.push(...this.#free.fromAnnotation(who, own, wanted, others));
       for (const a of kubelets) {
         const row = grant.byEntry.get(a.index) as DeviceRow;
-        this.#checkFree(row, who, `${entryOf(who, a)}: device ${row.mac}`, others);
+        checkFree(row, who, `${entryOf(who, a)}: device ${row.mac}`, others);
         wanted.push(wantedOf(row, a.nic, a.nic.ifName));
       }
     } else if (req.delegatedNICs && !this.#served.has(req.delegatedNICs.group)) {
-      wanted.push(...this.#fromConflist(who, req.delegatedNICs, req.delegatedNICs.count));
+      wanted.push(...this.#free.fromConflist(who, req.delegatedNICs, req.delegatedNICs.count));
     }
     if (req.ifName === PRIMARY_IF_NAME) {
       for (const row of grant.rest) {
-        this.#checkFree(row, who, `device ${row.mac} (${resourceOf(row.grp)}, allocated by the kubelet)`, others);
+        checkFree(row, who, `device ${row.mac} (${resourceOf(row.grp)}, allocated by the kubelet)`, others);
         wanted.push({ row, statics: [], routes: [], pooled: false });
       }
     }
     return wanted;
-  }
-
-  /** True when the entry's device is a served group's: the kubelet's allocation gives it. */
-  #isServed(a: Asked): boolean {
-    const group = a.row?.grp ?? a.nic.group;
-    return group !== undefined && this.#served.has(group);
-  }
-
-  /**
-   * The pod's allocated devices of served groups, each to an annotation entry (those naming a device
-   * first, then those naming a group, in order) or to the rest. The same for every attachment of the
-   * pod, so each takes its own share. An entry of a served group with no allocated device left, or
-   * naming a device the kubelet gave to someone else, is refused.
-   */
-  #grant(who: Asker, asked: readonly Asked[], allocated: KubeletAllocation | undefined): Grant {
-    const rows = new Map<string, DeviceRow>();
-    for (const [group, ids] of allocated ?? []) {
-      if (!this.#served.has(group)) continue;
-      for (const id of [...ids].sort()) {
-        const row = this.#byMac(id);
-        if (!row || row.grp !== group) {
-          throw new PodNicRefusal(
-            'unknown',
-            `${who.pod}: the kubelet allocated ${resourceOf(group)} device ${id}, which is not a device of group "${group}" in ferryd's inventory`,
-          );
-        }
-        if (!this.#deps.tenancy.mayGive(group, who.namespace)) {
-          throw new PodNicRefusal(
-            'not-allowed',
-            `${who.pod}: the kubelet allocated it ${resourceOf(group)}, but the group is bound to other namespaces`,
-          );
-        }
-        rows.set(row.mac, row);
-      }
-    }
-    const served = asked.filter((a) => this.#isServed(a));
-    const byEntry = new Map<number, DeviceRow>();
-    const claimed = new Set<string>();
-    for (const a of served) {
-      if (!a.row) continue;
-      const resource = resourceOf(a.row.grp);
-      if (!rows.has(a.row.mac)) {
-        throw new PodNicRefusal(
-          'not-allowed',
-          `${entryOf(who, a)}: device ${a.row.mac} is of ${resource}, which the kubelet allocates, and the kubelet did not allocate it to this pod`,
-        );
-      }
-      if (claimed.has(a.row.mac))
-        throw new PodNicRefusal('unavailable', `${entryOf(who, a)}: device ${a.row.mac} is asked for twice`);
-      claimed.add(a.row.mac);
-      byEntry.set(a.index, a.row);
-    }
-    for (const a of served) {
-      if (a.row) continue;
-      const group = a.nic.group as string;
-      const row = [...rows.values()].find((r) => r.grp === group && !claimed.has(r.mac));
-      if (!row) {
-        const n = [...rows.values()].filter((r) => r.grp === group).length;
-        throw new PodNicRefusal(
-          'unavailable',
-          `${entryOf(who, a)}: group "${group}" is the resource ${resourceOf(group)}, which the kubelet allocates: it allocated this pod ${n}, fewer than the annotation asks for (ask with resources.limits: {${resourceOf(group)}: N})`,
-        );
-      }
-      claimed.add(row.mac);
-      byEntry.set(a.index, row);
-    }
-    return {
-      byEntry,
-      rest: [...rows.values()].filter((r) => !claimed.has(r.mac)),
-      all: allocated ? new Set(rows.keys()) : undefined,
-    };
-  }
-
-  /** Every entry against what exists on this node and what the namespace may have. */
-  #checkAnnotation(who: Asker, namespace: string, nics: PodNics): Asked[] {
-    const { tenancy } = this.#deps;
-    return nics.map((nic, index): Asked => {
-      const refuse = (reason: RefusalReason, field: string, problem: string) =>
-        new PodNicRefusal(reason, `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${index}].${field}: ${problem}`);
-      if (nic.network !== undefined && !this.#deps.hasNetwork(nic.network)) {
-        throw refuse('unknown', 'network', `ferryd has no network "${nic.network}"`);
-      }
-      this.#checkAddresses(nic, namespace, who, refuse);
-      if (nic.group !== undefined) {
-        if (!tenancy.knownGroups.has(nic.group)) {
-          const open = tenancy.groupsOpenTo(namespace);
-          throw refuse(
-            'unknown',
-            'group',
-            `no device group "${nic.group}" on this node (${openGroups(namespace, open)})`,
-          );
-        }
-        if (!this.#mayAsk(nic.group, namespace)) {
-          throw refuse('not-allowed', 'group', `namespace ${namespace} may not use device group "${nic.group}"`);
-        }
-        return { index, nic };
-      }
-      const [field, row] = nic.mac !== undefined ? ['mac', this.#byMac(nic.mac)] : ['pciAddress', this.#byPci(nic)];
-      const named = nic.mac ?? nic.pciAddress ?? '';
-      if (!row) throw refuse('unknown', field, `no delegatable device ${named} on this node`);
-      if (!this.#mayAsk(row.grp, namespace)) {
-        throw refuse('not-allowed', field, `namespace ${namespace} may not use device ${named}`);
-      }
-      return { index, nic, row };
-    });
-  }
-
-  /**
-   * A served group's devices are the kubelet's allocation, which ResourceQuota and admission govern per
-   * namespace: an annotation only names and addresses them, so a group bound to no namespace is open to it.
-   */
-  #mayAsk(group: string, namespace: string): boolean {
-    return this.#served.has(group)
-      ? this.#deps.tenancy.mayGive(group, namespace)
-      : this.#deps.tenancy.mayAsk(group, namespace);
-  }
-
-  /** Static addresses: only inside the ranges bound to the namespace, never one another pod holds. */
-  #checkAddresses(
-    nic: PodNic,
-    namespace: string,
-    who: Asker,
-    refuse: (reason: RefusalReason, field: string, problem: string) => PodNicRefusal,
-  ): void {
-    if (!nic.addresses) return;
-    const { tenancy } = this.#deps;
-    const ranges = tenancy.rangesOf(namespace);
-    if (ranges.length === 0) {
-      throw refuse('not-allowed', 'addresses', `namespace ${namespace} may give no static addresses`);
-    }
-    const held = this.#heldByOthers(who);
-    for (const [j, address] of nic.addresses.entries()) {
-      if (!tenancy.rangeFor(address, namespace)) {
-        throw refuse(
-          'not-allowed',
-          `addresses[${j}]`,
-          `${address} is outside the ranges of namespace ${namespace} (${ranges.join(', ')})`,
-        );
-      }
-      if (held.has(hostOf(address))) {
-        throw refuse('unavailable', `addresses[${j}]`, `${address} is in use by another pod`);
-      }
-    }
-  }
-
-  /** The static addresses other pods' interfaces hold (the same pod's other sandbox is the same pod). */
-  #heldByOthers(who: Asker): Set<string> {
-    const held = new Set<string>();
-    for (const r of this.#deps.attachmentStore.staticAddresses()) {
-      if (r.pod_namespace === who.namespace && r.pod_name === who.name) continue;
-      for (const a of JSON.parse(r.json) as { address: string }[]) held.add(hostOf(a.address));
-    }
-    return held;
-  }
-
-  /** The InfraNIC attachment's devices from its annotation entries: named ones first, then each group's free ones. */
-  #fromAnnotation(
-    who: Asker,
-    mine: readonly Asked[],
-    already: readonly WantedDevice[],
-    others: readonly InterfaceRow[],
-  ): WantedDevice[] {
-    const out: WantedDevice[] = [];
-    const reserved = new Set(already.map((w) => w.row.mac));
-    const taken = new Set(reserved);
-    const named = mine.filter((a) => a.row);
-    for (const a of named) {
-      const row = a.row as DeviceRow;
-      const field = a.nic.mac ? 'mac' : 'pciAddress';
-      const device = `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${a.index}].${field}: device ${row.mac}`;
-      if (taken.has(row.mac)) {
-        const twice = reserved.has(row.mac)
-          ? 'is also given to the pod by an operator reservation'
-          : 'is asked for twice';
-        throw new PodNicRefusal('unavailable', `${device} ${twice}`);
-      }
-      this.#checkFree(row, who, device, others);
-      taken.add(row.mac);
-      out.push(wantedOf(row, a.nic, a.nic.ifName));
-    }
-    const byGroup = new Map<string, Asked[]>();
-    for (const a of mine) {
-      if (a.nic.group === undefined) continue;
-      byGroup.set(a.nic.group, [...(byGroup.get(a.nic.group) ?? []), a]);
-    }
-    for (const [group, entries] of byGroup) {
-      const free = this.#deps.devices.freeOfGroup(group, entries.length + taken.size).filter((r) => !taken.has(r.mac));
-      if (free.length < entries.length) {
-        throw new PodNicRefusal(
-          'unavailable',
-          `${who.pod}: annotation ${POD_NICS_ANNOTATION}: asks for ${entries.length} devices of group "${group}": ${free.length} free on this node`,
-        );
-      }
-      for (const [k, a] of entries.entries()) {
-        const row = free[k] as DeviceRow;
-        taken.add(row.mac);
-        out.push(wantedOf(row, a.nic, a.nic.ifName));
-      }
-    }
-    return out;
-  }
-
-  /** The network-wide ask of a conflist (operator-written): a bound group serves its namespaces only. */
-  #fromConflist(who: Asker, ask: DelegatedNicsRequest, count: number): WantedDevice[] {
-    const { group } = ask;
-    if (!this.#deps.tenancy.mayGive(group, who.namespace)) {
-      throw new PodNicRefusal(
-        'not-allowed',
-        `allocate delegated NICs of group "${group}" for ${who.pod}: the group is bound to other namespaces`,
-      );
-    }
-    const free = this.#deps.devices.freeOfGroup(group, count);
-    if (free.length < count) {
-      throw new PodNicRefusal(
-        'unavailable',
-        `allocate ${count} delegated NICs of group "${group}": only ${free.length} free on this node`,
-      );
-    }
-    return free.map((row) => ({ row, statics: [], routes: [], pooled: false }));
-  }
-
-  /** The pod's operator reservations; those its other attachments already hold stay where they are. */
-  #reserved(req: AllocateRequest, who: Asker, others: readonly InterfaceRow[]): WantedDevice[] {
-    const { namespace, name } = req.pod ?? {};
-    if (!namespace || !name) return [];
-    const own = new Set(others.map((i) => i.id));
-    const out: WantedDevice[] = [];
-    for (const row of this.#deps.devices.reservedFor(namespace, name)) {
-      // A served group's device is the kubelet's to give (Inventory.reserve refuses such reservations).
-      if (this.#served.has(row.grp) || (row.interface_id !== null && own.has(row.interface_id))) continue;
-      this.#checkFree(row, who, `device ${row.mac} reserved for ${namespace}/${name}`, others);
-      const reservation = reservationOf(row);
-      out.push({
-        row,
-        ...(reservation?.ifName ? { ifName: reservation.ifName } : {}),
-        statics: reservation?.addresses ?? [],
-        routes: reservation?.routes ?? [],
-        pooled: false,
-      });
-    }
-    return out;
   }
 
   /**
@@ -427,14 +142,14 @@ export class NicChoice {
           `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${entry.index}] asks for ${entry.nic.mac ?? entry.nic.pciAddress ?? `group "${entry.nic.group}"`}, but the runtime gives ${attachment} device ${req.deviceId} (runtimeConfig.deviceID)`,
         );
       }
-    } else if (entry && this.#isServed(entry)) {
+    } else if (entry && this.#grants.isServed(entry)) {
       row = grant.byEntry.get(entry.index) as DeviceRow;
     } else if (entry?.row) {
       row = entry.row;
     } else if (entry?.nic.group !== undefined) {
-      row = this.#fromAnnotation(who, [entry], [], others)[0]?.row as DeviceRow;
+      row = this.#free.fromAnnotation(who, [entry], [], others)[0]?.row as DeviceRow;
     } else if (req.delegatedNICs && this.#served.has(req.delegatedNICs.group)) {
-      row = this.#allocatedFor(req.delegatedNICs.group, who, attachment, grant, others);
+      row = this.#grants.allocatedFor(req.delegatedNICs.group, who, attachment, grant, others);
     } else if (req.delegatedNICs) {
       if (req.delegatedNICs.count !== 1) {
         throw new CniError(
@@ -442,35 +157,16 @@ export class NicChoice {
           `invalid network config: delegatedNICs.count: ${attachment} is one device (network "${req.network}" has no InfraNIC); ask for 1`,
         );
       }
-      row = (this.#fromConflist(who, req.delegatedNICs, 1)[0] as WantedDevice).row;
+      row = (this.#free.fromConflist(who, req.delegatedNICs, 1)[0] as WantedDevice).row;
     } else {
       throw new CniError(
         Code.InvalidConfig,
         `allocate ${attachment}: the network has no InfraNIC, so the attachment is a delegated device, and nothing names one (runtimeConfig.deviceID, a ${POD_NICS_ANNOTATION} entry for network "${req.network}", or the conflist's delegatedNICs)`,
       );
     }
-    this.#checkFree(row, who, `allocate ${attachment}: device ${row.mac}`, others);
+    checkFree(row, who, `allocate ${attachment}: device ${row.mac}`, others);
     const wanted = entry ? wantedOf(row, entry.nic, req.ifName) : { row, statics: [], routes: [], pooled: true };
     return { ...wanted, ifName: req.ifName, pooled: wanted.statics.length === 0 };
-  }
-
-  /** A secondary attachment's device of a served group from the conflist: one the kubelet allocated to the pod. */
-  #allocatedFor(
-    group: string,
-    who: Asker,
-    attachment: string,
-    grant: Grant,
-    others: readonly InterfaceRow[],
-  ): DeviceRow {
-    const held = new Set(others.map((i) => i.id));
-    const row = grant.rest.find((r) => r.grp === group && (r.interface_id === null || !held.has(r.interface_id)));
-    if (!row) {
-      throw new PodNicRefusal(
-        'unavailable',
-        `allocate ${attachment} for ${who.pod}: group "${group}" is the resource ${resourceOf(group)}, and the kubelet allocated the pod none (left) (ask with resources.limits: {${resourceOf(group)}: 1})`,
-      );
-    }
-    return row;
   }
 
   /**
@@ -485,14 +181,14 @@ export class NicChoice {
         `invalid network config: runtimeConfig.deviceID "${deviceId}" of ${attachment}: not a PCI address like 0000:18:02.5 (or a MAC, a device ID of ferry.dev/<group>)`,
       );
     }
-    const row = byMac ? this.#byMac(deviceId) : this.#macAtPci(deviceId);
+    const row = byMac ? this.#lookup.byMac(deviceId) : this.#lookup.byPci(deviceId);
     if (!row) {
       throw new PodNicRefusal(
         'unknown',
         `allocate ${attachment}: no delegatable device ${byMac ? '' : 'at PCI address '}${deviceId} (runtimeConfig.deviceID) on this node`,
       );
     }
-    if (!this.#deps.tenancy.mayGive(row.grp, who.namespace)) {
+    if (!this.#tenancy.mayGive(row.grp, who.namespace)) {
       throw new PodNicRefusal(
         'not-allowed',
         `allocate ${attachment} for ${who.pod}: device ${deviceId} is of group "${row.grp}", which is bound to other namespaces`,
@@ -500,114 +196,8 @@ export class NicChoice {
     }
     return row;
   }
-
-  /** A device (`device`: how messages name it) may go to this pod: on the node, held by no one, reserved for no other pod. */
-  #checkFree(row: DeviceRow, who: Asker, device: string, others: readonly InterfaceRow[]): void {
-    if (row.interface_id !== null) {
-      const whose = others.some((i) => i.id === row.interface_id) ? 'another attachment of this pod' : 'another pod';
-      throw new PodNicRefusal('unavailable', `${device} is held by ${whose}`);
-    }
-    if (!row.present) throw new PodNicRefusal('unavailable', `${device} is not on the node`);
-    if (row.reserved_pod !== null && (row.reserved_namespace !== who.namespace || row.reserved_pod !== who.name)) {
-      throw new PodNicRefusal('unavailable', `${device} is reserved for another pod`);
-    }
-  }
-
-  #byMac(mac: string): DeviceRow | undefined {
-    return this.#deps.devices.get(normalMac(mac));
-  }
-
-  #byPci(nic: PodNic): DeviceRow | undefined {
-    return nic.pciAddress ? this.#macAtPci(nic.pciAddress) : undefined;
-  }
-
-  #macAtPci(pci: string): DeviceRow | undefined {
-    const { devices } = this.#deps;
-    const mac = this.#deps.pci?.macAt(pci, (name) => devices.byHostIfName(name)?.mac);
-    return mac ? devices.get(mac) : undefined;
-  }
-}
-
-/**
- * The in-pod names an InfraNIC attachment's entries ask for: never its own CNI_IFNAME (the pod's primary
- * interface, which the InfraNIC is), never a name the pod's other attachments already use.
- */
-function checkNames(req: AllocateRequest, who: Asker, mine: readonly Asked[], others: readonly InterfaceRow[]): void {
-  for (const { index, nic } of mine) {
-    if (nic.ifName === undefined) continue;
-    const clash =
-      nic.ifName === req.ifName
-        ? "is the pod's primary interface"
-        : others.some((i) => i.if_name === nic.ifName)
-          ? 'is already an interface of the pod'
-          : undefined;
-    if (clash) {
-      throw new PodNicRefusal(
-        'malformed',
-        `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${index}].ifName: "${nic.ifName}" ${clash}`,
-      );
-    }
-  }
-}
-
-/** How messages name an annotation entry. */
-function entryOf(who: Asker, a: Asked): string {
-  const field = a.nic.mac !== undefined ? 'mac' : a.nic.pciAddress !== undefined ? 'pciAddress' : 'group';
-  return `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${a.index}].${field}`;
 }
 
 function partition<T>(items: readonly T[], test: (item: T) => boolean): [T[], T[]] {
   return [items.filter(test), items.filter((i) => !test(i))];
-}
-
-function askerOf(req: AllocateRequest): Asker {
-  const { namespace, name } = req.pod ?? {};
-  const pod = namespace && name ? `pod ${namespace}/${name}` : `container ${req.containerId}`;
-  return { namespace, name, pod };
-}
-
-/**
- * The annotation's entry for a secondary network's attachment: the one naming this network with this
- * CNI_IFNAME, else its only entry for this network (without an ifName).
- */
-function entryFor(req: AllocateRequest, who: Asker, asked: readonly Asked[]): Asked | undefined {
-  const forNetwork = asked.filter((a) => a.nic.network === req.network);
-  const exact = forNetwork.find((a) => a.nic.ifName === req.ifName);
-  if (exact) return exact;
-  const unnamed = forNetwork.filter((a) => a.nic.ifName === undefined);
-  if (unnamed.length > 1) {
-    throw new PodNicRefusal(
-      'malformed',
-      `${who.pod}: annotation ${POD_NICS_ANNOTATION}: entries ${unnamed.map((a) => `[${a.index}]`).join(', ')} are all for network "${req.network}": give each the ifName of its attachment`,
-    );
-  }
-  return unnamed[0];
-}
-
-/** The device with the entry's in-pod name, static addresses (with its gateway) and routes. */
-function wantedOf(row: DeviceRow, nic: PodNic, ifName: string | undefined): WantedDevice {
-  const gatewayOf = (family: 4 | 6) =>
-    nic.gateway !== undefined && familyOf(nic.gateway) === family ? nic.gateway : undefined;
-  const statics = (nic.addresses ?? []).map((address): AssignedAddress => {
-    const family = familyOf(address.slice(0, address.lastIndexOf('/')));
-    const gateway = gatewayOf(family);
-    return { family, address, ...(gateway ? { gateway } : {}) };
-  });
-  const routes = (nic.routes ?? []).map((r): PodRoute => {
-    const gw = r.gw ?? gatewayOf(familyOf(r.dst.slice(0, r.dst.lastIndexOf('/'))));
-    return { dst: r.dst, ...(gw ? { gw } : {}) };
-  });
-  return { row, ...(ifName ? { ifName } : {}), statics, routes, pooled: false };
-}
-
-function openGroups(namespace: string, open: readonly string[]): string {
-  return open.length > 0
-    ? `groups namespace ${namespace} may use: ${open.join(', ')}`
-    : `namespace ${namespace} may use none`;
-}
-
-/** An address without its prefix length, in the kernel's spelling: how two spellings of one address compare. */
-function hostOf(address: string): string {
-  const slash = address.lastIndexOf('/');
-  return canonicalAddress(slash < 0 ? address : address.slice(0, slash));
 }

@@ -8,18 +8,27 @@
 import type { Ip, Netns } from '@ferry/net';
 import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
-import { canonicalAddress, type Family, familyOf, parseCidr } from '../ipam/cidr';
+import { canonicalAddress, type Family, familyOf } from '../ipam/cidr';
 import { changeCount, diff, diffTouched } from './diff';
 import type { EgressStep } from './egress';
 import { applyChanges, type Refused, readEntries } from './kernel';
 import type { Peer, PeerSource } from './peers';
-import { type Entries, Planner, vtepAddress, vtepMac } from './plan';
+import { type Entries, Planner, vtepAddress, vtepMac, vtepOf } from './plan';
 import { ensureVxlanDevice } from './vxlan-device';
+
+/** The blocks this node holds of cluster-IPAM ranges (ipam/blocks/manager.ts), routed to by its peers. */
+export interface OwnBlocks {
+  cidrs(): readonly string[];
+  /** Called after every claim or release. */
+  onChange(listener: () => void): void;
+}
 
 export interface ClusterControllerDeps {
   config: ClusterConfig;
-  /** This node's pod CIDRs (cluster.podCIDRs, or the networks' subnets). */
+  /** This node's pod CIDRs (cluster.podCIDRs, or the subnets of networks that are not ranges). */
   ownPodCIDRs: readonly string[];
+  /** Cluster IPAM: the blocks this node holds (its VXLAN end comes from them, and no peer may claim one). */
+  ownBlocks?: OwnBlocks;
   source: PeerSource;
   ip: Ip;
   ns: Netns;
@@ -113,6 +122,12 @@ export class ClusterController {
   }
 
   start(): void {
+    // A block claimed or released: plan again from the kernel (the VXLAN end and the own CIDRs may move).
+    this.#deps.ownBlocks?.onChange(() => {
+      this.#readDue = true;
+      this.#planner = undefined;
+      void this.syncSoon();
+    });
     this.#deps.source.start((peers) => {
       this.#peers = peers;
       void this.syncSoon();
@@ -176,7 +191,7 @@ export class ClusterController {
       if (!this.#planner || this.#plannedFamily !== family) {
         this.#planner = new Planner({
           routing: config.routing,
-          ownPodCIDRs: this.#deps.ownPodCIDRs,
+          ownPodCIDRs: [...this.#deps.ownPodCIDRs, ...(this.#deps.ownBlocks?.cidrs() ?? [])],
           ...(vxlan ? { vxlan } : {}),
         });
         this.#plannedFamily = family;
@@ -237,11 +252,11 @@ export class ClusterController {
     this.#local = local;
     if (this.#deviceChecked) return { device: config.vxlan.device, underlayFamily: local.family };
     const mtu = config.vxlan.mtu ?? (await this.#underlayMtu(local.dev, local.family));
-    const addresses = this.#deps.ownPodCIDRs.flatMap((text, i, all) => {
-      const c = parseCidr(text);
-      // One VTEP address per family: the first pod CIDR's.
-      if (all.findIndex((o) => familyOf(o) === c.family) !== i) return [];
-      return [`${vtepAddress(c)}/${c.bits}`];
+    // One VTEP address per family, as the peers compute it (plan.ts vtepOf).
+    const blocks = this.#deps.ownBlocks?.cidrs() ?? [];
+    const addresses = ([4, 6] as const).flatMap((family) => {
+      const c = vtepOf(this.#deps.ownPodCIDRs, blocks, family);
+      return c ? [`${vtepAddress(c)}/${c.bits}`] : [];
     });
     const outcome = await ensureVxlanDevice(
       ip,

@@ -12,10 +12,10 @@ import type { Device } from '@ferry/shared-types/api/devices';
 import type { DevicePluginConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { KubeletAllocation } from '../attachments/nic-choice';
 import { groupDevicesOf } from './devices';
 import { PodResourcesClient } from './pod-resources';
 import { ResourcePlugin, type ResourceStatus } from './resource';
+import type { KubeletAllocation } from './served';
 
 /** How often each plugin checks that the kubelet still knows it. */
 const CHECK_MS = 1000;

@@ -8,9 +8,8 @@
 
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Client, ServiceDefinition } from '@grpc/grpc-js';
-import type { KubeletAllocation } from '../attachments/nic-choice';
-import { resourceOf } from '../attachments/nic-choice';
 import { clientOf, type ListPodResourcesResponse, protos, unary } from './protos';
+import { type KubeletAllocation, resourceOf } from './served';
 
 export class PodResourcesClient {
   readonly #socket: string;

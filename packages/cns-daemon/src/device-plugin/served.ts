@@ -1,8 +1,15 @@
 /**
- * Which delegated-device groups ferryd serves to the kubelet as resources: without the gRPC client
- * (services.ts needs it at every start; the device plugin itself is loaded only when configured).
+ * Which delegated-device groups ferryd serves to the kubelet as resources, and the resources' names:
+ * without the gRPC client (services.ts and every ADD's choice need them; the device plugin itself is
+ * loaded only when configured).
  */
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
+
+/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
+export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
+
+/** The extended resource a served group is (the kubelet's name for it). */
+export const resourceOf = (group: string) => `ferry.dev/${group}`;
 
 /** The groups of `devicePlugin.groups`, by default every group of `delegatedDevices`; none when the plugin is off. */
 export function servedGroupsOf(config: Pick<FerrydConfig, 'devicePlugin' | 'delegatedDevices'>): ReadonlySet<string> {

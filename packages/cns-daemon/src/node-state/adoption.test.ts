@@ -74,7 +74,6 @@ function useNode(t: TestContext) {
     db,
     attachmentStore,
     adopted: new AdoptedStore(db),
-    pools,
     devices,
     ipam,
     attachments,

@@ -7,11 +7,14 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import { AdoptedStore } from '../store/adopted';
 import type { Db } from '../store/db';
 import { NodeStateStore } from '../store/node-state';
+import type { PoolStore } from '../store/pools';
 import { keptCopies, type MovedAside } from '../store/recovery';
 import { Adoption, type AdoptionDeps } from './adoption';
 import { BootCheck } from './boot';
 
 export type NodeStateDeps = Omit<AdoptionDeps, 'adopted' | 'onAdopted'> & {
+  /** The reboot check's (it drops the cooling addresses). */
+  pools: PoolStore;
   database: string;
   bootIdPath: string;
 };

@@ -7,7 +7,7 @@
 import type { PodRef } from '@ferry/shared-types/api/common';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Logger } from 'pino';
-import { PodNicRefusal, type RefusalReason } from '../attachments/nic-choice';
+import { PodNicRefusal, type RefusalReason } from '../attachments/pod-nic-refusal';
 import { podKeyOf } from './pod';
 
 /** Pods remembered at most (a node runs a few hundred); the oldest refusal goes first. */

@@ -1,7 +1,7 @@
 /**
- * What adoption (node-state/adoption.ts) writes beyond AttachmentStore: an attachment rebuilt from the
- * node under the generation its marker names, and the generation sequence kept above every generation
- * the node shows. Statements are prepared once; callers own transactions.
+ * What an adoption (Attachments.adopt, attachments/adoption-plan.ts) writes beyond AttachmentStore: an
+ * attachment rebuilt from the node under the generation its marker names, and the generation sequence
+ * kept above every generation the node shows. Statements are prepared once; callers own transactions.
  */
 import type { Db } from './db';
 import { isAttachmentRow, isCount } from './row-checks';
