@@ -29,6 +29,7 @@ import { type HeldBlock, planBlocks } from '../packages/cns-daemon/src/ipam/bloc
 import { type Cidr, formatCidr, parseCidr } from '../packages/cns-daemon/src/ipam/cidr';
 import { poolSpecsOf } from '../packages/cns-daemon/src/ipam/pool';
 import { ReclaimerService } from '../packages/cns-daemon/src/ipam/reclaimer-service';
+import { KubeApiError } from '../packages/cns-daemon/src/kube/api-error';
 import { loadKubeConfig } from '../packages/cns-daemon/src/kube/connection';
 import { IpamApi } from '../packages/cns-daemon/src/kube/ipam-api';
 import { NetworkConfigSchema } from '../packages/shared-types/src/config/ferryd';
@@ -97,6 +98,8 @@ class SimNode {
   firstBlockMs: number | undefined;
   deleted = false;
   conflicts = 0;
+  /** Calls that failed as the API server being away (a reset connection, a timeout): retried next tick, as the block manager does. */
+  apiErrors = 0;
 
   constructor(
     readonly name: string,
@@ -215,47 +218,54 @@ async function main() {
     const planJobs = (list: SimNode[]): (() => Promise<void>)[] =>
       list
         .filter((n) => !n.deleted)
-        .map((n) => async () => {
-          const plan = planBlocks({
-            minFree: settings.minFree,
-            maxFree: settings.maxFree,
-            maxBlocks: settings.maxBlocks,
-            releaseAfterMs: settings.releaseAfterMs,
-            perBlock: PER_BLOCK,
-            held: n.held(),
-            claiming: 0,
-            releasing: 0,
-            pending: n.pending,
-            orphanBlocks: [],
-            isRangeExhausted: false,
-            nowMs,
-          });
-          let wanted = plan.claimNew;
-          let tries = 0;
-          while (wanted > 0 && tries < 8) {
-            tries += 1;
-            const candidates = findFreeBlocks({ spec, taken: taken(), seed: `${n.name}/ferry/4`, count: wanted });
-            if (candidates.length === 0) break;
-            for (const c of candidates) {
-              const cidr = formatCidr(c);
-              inFlight.add(cidr);
-              try {
-                const r = await ipam.createBlock({ network: 'ferry', family: 4, cidr, node: n.name }, n.uid);
-                if ('created' in r) {
-                  n.blocks.set(cidr, { object: r.created, cidr: c, used: 0, cooling: 0, emptySinceMs: nowMs });
-                  n.firstBlockMs ??= performance.now() - n.joinedAtMs;
-                  wanted -= 1;
-                } else n.conflicts += 1;
-              } finally {
-                inFlight.delete(cidr);
-              }
-            }
+        .map(
+          (n) => () =>
+            planPass(n).catch((err: unknown) => {
+              if (!KubeApiError.is(err) || !err.isRetryable) throw err;
+              n.apiErrors += 1;
+            }),
+        );
+    const planPass = async (n: SimNode): Promise<void> => {
+      const plan = planBlocks({
+        minFree: settings.minFree,
+        maxFree: settings.maxFree,
+        maxBlocks: settings.maxBlocks,
+        releaseAfterMs: settings.releaseAfterMs,
+        perBlock: PER_BLOCK,
+        held: n.held(),
+        claiming: 0,
+        releasing: 0,
+        pending: n.pending,
+        orphanBlocks: [],
+        isRangeExhausted: false,
+        nowMs,
+      });
+      let wanted = plan.claimNew;
+      let tries = 0;
+      while (wanted > 0 && tries < 8) {
+        tries += 1;
+        const candidates = findFreeBlocks({ spec, taken: taken(), seed: `${n.name}/ferry/4`, count: wanted });
+        if (candidates.length === 0) break;
+        for (const c of candidates) {
+          const cidr = formatCidr(c);
+          inFlight.add(cidr);
+          try {
+            const r = await ipam.createBlock({ network: 'ferry', family: 4, cidr, node: n.name }, n.uid);
+            if ('created' in r) {
+              n.blocks.set(cidr, { object: r.created, cidr: c, used: 0, cooling: 0, emptySinceMs: nowMs });
+              n.firstBlockMs ??= performance.now() - n.joinedAtMs;
+              wanted -= 1;
+            } else n.conflicts += 1;
+          } finally {
+            inFlight.delete(cidr);
           }
-          if (plan.release) {
-            const b = n.blocks.get(plan.release);
-            if (b && (await ipam.releaseBlock(b.object)) !== 'conflict') n.blocks.delete(plan.release);
-          }
-        });
+        }
+      }
+      if (plan.release) {
+        const b = n.blocks.get(plan.release);
+        if (b && (await ipam.releaseBlock(b.object)) !== 'conflict') n.blocks.delete(plan.release);
+      }
+    };
 
     const snapshot = async () => {
       const s = await api.briefStats();
@@ -408,7 +418,7 @@ async function main() {
     }
     printTable(
       'time for a node to get its first block (wall ms; the API server and HTTP only)',
-      ['case', 'p50', 'p95', 'max', 'conflicts (409)'],
+      ['case', 'p50', 'p95', 'max', 'conflicts (409)', 'API away (retried)'],
       [
         [
           `${NODES} nodes at once (${CONCURRENCY} calls in flight)`,
@@ -416,8 +426,16 @@ async function main() {
           fmt(percentile(firstBlock, 95)),
           fmt(Math.max(...firstBlock)),
           String(nodes.reduce((k, n) => k + n.conflicts, 0)),
+          String(nodes.reduce((k, n) => k + n.apiErrors, 0)),
         ],
-        ['one node joining the steady cluster', fmt(loneFirstMs), '-', '-', String(lone.conflicts)],
+        [
+          'one node joining the steady cluster',
+          fmt(loneFirstMs),
+          '-',
+          '-',
+          String(lone.conflicts),
+          String(lone.apiErrors),
+        ],
       ],
     );
     const uses: [string, RangeUse][] = [
