@@ -125,17 +125,20 @@ class SimNode {
     return admitted;
   }
 
-  /** `n` running pods end, from random blocks; their addresses cool for a tick. */
+  /** `n` running pods, chosen at random, end; their addresses cool for a tick. */
   end(n: number): void {
-    const held = [...this.blocks.values()].filter((b) => b.used > 0);
-    for (let i = 0; i < n && held.length > 0; i++) {
-      const k = Math.floor(Math.random() * held.length);
-      const b = held[k];
+    const blocks = [...this.blocks.values()];
+    for (let i = 0; i < n && this.running > 0; i++) {
+      // A random pod, not a random block: a block with more pods loses more of them.
+      let k = Math.floor(Math.random() * this.running);
+      const b = blocks.find((x) => {
+        k -= x.used;
+        return k < 0;
+      });
       if (!b) break;
       b.used -= 1;
       b.cooling += 1;
       this.running -= 1;
-      if (b.used === 0) held.splice(k, 1);
     }
   }
 
