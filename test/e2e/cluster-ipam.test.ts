@@ -6,12 +6,14 @@
  * blocks claimed at runtime (host-gw and VXLAN); the API server stopped, ADDs go on from the blocks held;
  * a database lost, the blocks and live addresses are learned again; a block edited by hand is refused.
  */
+import { rmSync } from 'node:fs';
+import type { BlocksReport } from '@ferry/shared-types/api/blocks';
 import { describe, expect, test } from 'vitest';
 import { type ClusterNode, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
 import { ping } from '../fixtures/kernel';
-import type { KubeApi } from '../fixtures/kube-api';
+import { type KubeApi, nodeObject, podObject } from '../fixtures/kube-api';
 import { inNetns, useNetns } from '../fixtures/netns';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
@@ -102,14 +104,17 @@ async function blocksInApi(api: KubeApi): Promise<string[]> {
 async function ferryctlBlocks(n: ClusterNode) {
   const r = await ferryctl(n.ferryd, 'blocks', '--json');
   expect(r.exitCode, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as {
-    ranges: { network: string; family: 4 | 6; blocks: { cidr: string; state: string }[]; conflicts: string[] }[];
-  };
+  return JSON.parse(r.stdout) as BlocksReport;
 }
 
 /** Polls `check` until it holds (bounded: a hang fails with what was seen last). */
-async function eventually<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
-  const deadline = Date.now() + 20_000;
+async function eventually<T>(
+  what: string,
+  read: () => Promise<T>,
+  check: (v: T) => boolean,
+  ceilingMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + ceilingMs;
   let last: T = await read();
   while (!check(last)) {
     if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(last)}`);
@@ -194,4 +199,188 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
     );
     await everyPodPingsEveryOther(nodes.map((n) => ({ on: n.name, pod: live.get(n)?.[0] as Pod })));
   });
+});
+
+/** The blocks `n` holds, as ferryctl blocks shows them (`cidr state`). */
+async function heldBy(n: ClusterNode): Promise<string[]> {
+  const r = await ferryctlBlocks(n);
+  return r.ranges.flatMap((g) => g.blocks.map((b) => `${b.cidr} ${b.state}`)).sort();
+}
+
+test('the API server stopped: ADDs go on from the blocks held; a database lost: blocks and live addresses are learned again', async (t) => {
+  const { api, nodes } = await useIpamCluster(t, 'host-gw');
+  const [n1] = nodes as [ClusterNode];
+  const first = await addPod(t, n1);
+  const held = await eventually(
+    'node-1 holds a block of each range',
+    () => heldBy(n1),
+    (h) => h.length >= 2,
+  );
+  await api.stop();
+  // Room in the blocks held (15 addresses, minFree 4): the ADDs never ask the API server.
+  const during = [];
+  for (let i = 0; i < 5; i++) during.push(await addPod(t, n1));
+  const addresses = [first, ...during].flatMap((p) => [p.ipv4, p.ipv6]);
+  expect(new Set(addresses).size).toBe(12);
+  expect(await heldBy(n1)).toEqual(held);
+  const status = await ferryctlBlocks(n1);
+  expect(status.ranges.every((g) => g.blocks.length > 0)).toBe(true);
+  await api.start();
+
+  // The database lost while the pods live: the blocks come back from the API server, the addresses from
+  // the kernel (the host veths' markers), and the next ADD gets an address no live pod has.
+  await n1.ferryd.stop();
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${n1.ferryd.database}${suffix}`, { force: true });
+  await n1.ferryd.start();
+  await eventually(
+    'node-1 re-learned its blocks',
+    () => heldBy(n1),
+    (h) => JSON.stringify(h) === JSON.stringify(held),
+  );
+  const live = await n1.ferryd.assignedAddresses();
+  for (const a of addresses) expect(live).toContain(a);
+  const next = await addPod(t, n1);
+  expect(addresses).not.toContain(next.ipv4);
+  expect(addresses).not.toContain(next.ipv6);
+  // No block was claimed twice or taken from another node.
+  const inApi = await blocksInApi(api);
+  expect(inApi.filter((b) => b.startsWith('node-1 '))).toHaveLength(held.length);
+});
+
+test('three nodes claiming the last free block at once: exactly one gets it, the others are told the range is exhausted', async (t) => {
+  // A /24 range of /28 blocks (16), 15 of them held by node-z before the nodes start; nothing claimed ahead.
+  const { api, nodes } = await useCluster(t, {
+    routing: 'host-gw',
+    nodes: 3,
+    topology: 'l2',
+    kube: { podCIDRs: false },
+    networks: () => [{ name: 'ferry', ipv4: { subnet: '10.244.0.0/24', blocks: { prefixLength: 28, minFree: 0 } } }],
+  }).then(async (c) => {
+    if (!c.api) throw new Error('no API stand-in');
+    await c.api.put(nodeObject('node-z', ['192.168.10.99'], []));
+    for (let i = 1; i < 16; i++) {
+      const cidr = `10.244.0.${i * 16}/28`;
+      await c.api.putObject({
+        apiVersion: IPAM_API,
+        kind: 'IPBlock',
+        metadata: { name: `ferry.v4.10-244-0-${i * 16}-28` },
+        spec: { network: 'ferry', family: 4, cidr, node: 'node-z' },
+      });
+    }
+    return c;
+  });
+  if (!api) throw new Error('no API stand-in');
+  await Promise.all(
+    nodes.map((n) =>
+      eventually(
+        'the node sees the 15 blocks',
+        () => ferryctlBlocks(n),
+        (r) => r.ranges[0]?.cluster.blocksHeld === 15,
+      ),
+    ),
+  );
+  const results = await Promise.all(
+    nodes.map(async (n) => {
+      const netns = await useNetns(t, 'pod');
+      return runShim(n.node, 'ADD', { containerId: newContainerId(), ifName: 'eth0', netns, conf: netConf(n.ferryd) });
+    }),
+  );
+  const codes = results.map((r) => (r.exitCode === 0 ? 0 : (r.json as { code: number }).code)).sort();
+  expect(codes).toEqual([0, 100, 100]);
+  for (const r of results.filter((x) => x.exitCode !== 0))
+    expect((r.json as { msg: string }).msg).toMatch(/range 10\.244\.0\.0\/24 is exhausted/);
+  const lastBlock = (await blocksInApi(api)).filter((b) => b.endsWith(' 10.244.0.0/28'));
+  expect(lastBlock).toHaveLength(1);
+  const winner = nodes[codes.indexOf(0) === -1 ? 0 : results.findIndex((r) => r.exitCode === 0)] as ClusterNode;
+  expect(lastBlock[0]).toBe(`${winner.name} 10.244.0.0/28`);
+});
+
+test('a deleted node’s blocks are reclaimed only after its pods are gone; routes to them go with the Node', async (t) => {
+  const { api, nodes } = await useIpamCluster(t, 'host-gw');
+  const [n1, , n3] = nodes as [ClusterNode, ClusterNode, ClusterNode];
+  await addPod(t, n3);
+  const ofN3 = await eventually(
+    'node-3 holds blocks',
+    () => blocksInApi(api),
+    (b) => b.some((x) => x.startsWith('node-3 ')),
+  );
+  const n3Blocks = ofN3.filter((b) => b.startsWith('node-3 ')).map((b) => b.split(' ')[1] ?? '');
+  await eventually(
+    'node-1 routes to node-3’s blocks',
+    () => inNetns(n1.node, 'ip', '-j', '-4', 'route', 'show', 'proto', '117'),
+    (text) => n3Blocks.filter((c) => c.startsWith('10.')).every((c) => text.includes(`"${c}"`)),
+  );
+  // The node goes: its ferryd stops, its Node object is deleted, a pod bound to it is still in the API.
+  await api.putPod(podObject('default', 'app-1-x', 'node-3'));
+  await n3.ferryd.stop();
+  await api.delete('node-3');
+  const marked = await eventually(
+    'the garbage collector marks node-3’s blocks',
+    () => api.listObjects(IPAM_API, 'IPBlock'),
+    (list) =>
+      list.filter((o) => (o.spec as { node: string }).node === 'node-3').every((o) => o.metadata.deletionTimestamp),
+  );
+  expect(marked.filter((o) => (o.spec as { node: string }).node === 'node-3')).toHaveLength(n3Blocks.length);
+  await eventually(
+    'node-1 no longer routes to node-3’s blocks',
+    () => inNetns(n1.node, 'ip', '-j', '-4', 'route', 'show', 'proto', '117'),
+    (text) => n3Blocks.every((c) => !text.includes(`"${c}"`)),
+  );
+  // The reclaimer (whichever ferryd leads) keeps them while the pod exists: a few passes later, still there.
+  await new Promise((r) => setTimeout(r, 3000));
+  expect((await blocksInApi(api)).filter((b) => b.startsWith('node-3 '))).toHaveLength(n3Blocks.length);
+  await api.deletePod('default', 'app-1-x');
+  await eventually(
+    'node-3’s blocks released once its pods are gone',
+    () => blocksInApi(api),
+    (b) => !b.some((x) => x.startsWith('node-3 ')),
+    60_000,
+  );
+});
+
+test('hostile IPBlocks are refused and nothing is built from them: an overlap, a block outside the range', async (t) => {
+  const { api, nodes } = await useIpamCluster(t, 'host-gw');
+  const [n1, n2] = nodes as [ClusterNode, ClusterNode];
+  await addPod(t, n1);
+  const mine = await eventually(
+    'node-1 holds a v4 block',
+    () => heldBy(n1),
+    (h) => h.some((x) => x.startsWith('10.')),
+  );
+  const block = (mine.find((x) => x.startsWith('10.')) ?? '').split(' ')[0] ?? '';
+  const over = `${block.split('.').slice(0, 3).join('.')}.0/24`;
+  // Edited by hand: a /24 for node-2 over node-1's block (its right name), and a block outside the range.
+  await api.putObject({
+    apiVersion: IPAM_API,
+    kind: 'IPBlock',
+    metadata: { name: `ferry.v4.${over.replace(/[./]/g, '-')}` },
+    spec: { network: 'ferry', family: 4, cidr: over, node: 'node-2' },
+  });
+  await api.putObject({
+    apiVersion: IPAM_API,
+    kind: 'IPBlock',
+    metadata: { name: 'ferry.v4.10-9-0-0-28' },
+    spec: { network: 'ferry', family: 4, cidr: '10.9.0.0/28', node: 'node-2' },
+  });
+  const report = await eventually(
+    'node-2 reports both',
+    () => ferryctlBlocks(n2),
+    (r) => (r.ranges[0]?.conflicts.length ?? 0) >= 2,
+  );
+  expect(report.ranges[0]?.conflicts.join('\n')).toMatch(new RegExp(`${over.replace(/\./g, '\\.')} overlaps block`));
+  expect(report.ranges[0]?.conflicts.join('\n')).toMatch(/10\.9\.0\.0\/28 is not inside the range 10\.244\.0\.0\/16/);
+  const doctor = await ferryctl(n2.ferryd, 'doctor', '--json');
+  expect(doctor.exitCode).toBe(1);
+  expect(doctor.stdout).toContain('block-conflict');
+  // Nothing of them is handed out on node-2, nor routed on node-1 or node-3.
+  expect((await heldBy(n2)).some((b) => b.startsWith(over) || b.startsWith('10.9.'))).toBe(false);
+  for (let i = 0; i < 4; i++) {
+    const p = await addPod(t, n2);
+    expect(p.ipv4.startsWith(block.split('.').slice(0, 3).join('.'))).toBe(false);
+  }
+  for (const n of [n1, nodes[2] as ClusterNode]) {
+    const routes = await inNetns(n.node, 'ip', '-j', '-4', 'route', 'show', 'proto', '117');
+    expect(routes).not.toContain(`"${over}"`);
+    expect(routes).not.toContain('"10.9.0.0/28"');
+  }
 });

@@ -15,6 +15,7 @@ import type { BlockStore } from '../../store/blocks';
 import type { Db } from '../../store/db';
 import type { PoolStore } from '../../store/pools';
 import type { Ipam } from '../ipam';
+import { ReclaimerService } from '../reclaimer-service';
 import { kubeBlockApi, kubeBlockView } from './kube-blocks';
 import { BlockManager } from './manager';
 import { blockMetrics } from './metrics';
@@ -34,6 +35,8 @@ export interface BlockServicesOptions {
 
 export interface BlockServices {
   manager: BlockManager;
+  /** The cluster-wide job (blocks and claims of nodes that are gone), run while this ferryd leads. */
+  reclaimer: ReclaimerService;
   /** Routing: every other node's valid blocks of networks whose pods are routed (InfraNIC). */
   peers: PeerBlocks;
   /** Routing: this node's blocks of those networks. */
@@ -66,6 +69,28 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
     log,
     now: opts.now,
   });
+  // Every ferryd in cluster-IPAM mode is a candidate for the one cluster-wide job (leader election).
+  const reclaimer = new ReclaimerService({
+    kc,
+    api,
+    nodeName: opts.nodeName,
+    ranges: opts.ipam.networks().flatMap((n) =>
+      n.pools.flatMap(({ spec }) =>
+        spec.blocks
+          ? [
+              {
+                network: spec.network,
+                family: spec.family,
+                cidr: spec.subnetText,
+                blockPrefixLength: spec.blocks.prefix,
+              },
+            ]
+          : [],
+      ),
+    ),
+    blocks: cache,
+    log,
+  });
   const routed = new Set(
     opts.ipam
       .networks()
@@ -74,6 +99,7 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
   );
   return {
     manager,
+    reclaimer,
     peers: {
       routed: () =>
         view
@@ -93,8 +119,10 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
       log.info({ nodeName: opts.nodeName }, 'watching IPBlocks; claiming blocks of the ranges');
       cache.start();
       manager.start();
+      reclaimer.start();
     },
     async stop() {
+      await reclaimer.stop();
       await manager.stop();
       await cache.stop();
     },
