@@ -11,10 +11,12 @@ import type { BlocksReport } from '@ferry/shared-types/api/blocks';
 import { describe, expect, test } from 'vitest';
 import { type ClusterNode, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
+import { type TestDevice, useDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
-import { ping } from '../fixtures/kernel';
+import { linkNames, ping } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject } from '../fixtures/kube-api';
 import { inNetns, useNetns } from '../fixtures/netns';
+import { podCniArgs } from '../fixtures/network-status';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
 
@@ -383,4 +385,86 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
     expect(routes).not.toContain(`"${over}"`);
     expect(routes).not.toContain('"10.9.0.0/28"');
   }
+});
+
+describe('static addresses', () => {
+  const FE: TestDevice = { name: 'ens1f0', mac: '02:fe:00:00:a0:01' };
+  const TENANCY = {
+    deviceGroups: [{ group: 'frontend', namespaces: ['team-a', 'team-b'] }],
+    staticAddresses: [
+      { namespaces: ['team-a'], ranges: ['198.51.100.0/28'] },
+      { namespaces: ['team-b'], ranges: ['198.51.100.16/28'] },
+    ],
+  };
+  const nics = (addresses: string[]) => ({ 'ferry.dev/nics': JSON.stringify([{ group: 'frontend', addresses }]) });
+
+  test('claimed cluster-wide: the same address on another node is refused naming the owner pod and node, and given once its pod is gone; another tenant’s or a block’s address is refused and nothing is claimed', async (t) => {
+    const { api, nodes } = await useCluster(t, {
+      routing: 'host-gw',
+      nodes: 2,
+      topology: 'l2',
+      kube: { podCIDRs: false, pods: true },
+      networks: blockNetworks(),
+      ferryd: { delegatedDevices: [{ mac: FE.mac, group: 'frontend' }], tenancy: TENANCY },
+    });
+    if (!api) throw new Error('no API stand-in');
+    const [n1, n2] = nodes as [ClusterNode, ClusterNode];
+    for (const n of nodes) await useDevices(t, n.node, n.ferryd, [FE]);
+    const add = async (n: ClusterNode, namespace: string, name: string, addresses: string[]) => {
+      const { uid } = await api.putPod(podObject(namespace, name, n.name, nics(addresses)));
+      const netns = await useNetns(t, 'pod');
+      const call = {
+        containerId: newContainerId(),
+        ifName: 'eth0',
+        netns,
+        conf: netConf(n.ferryd),
+        cniArgs: podCniArgs(namespace, name, uid),
+      };
+      return { call, add: await runShim(n.node, 'ADD', call) };
+    };
+    const claims = async () =>
+      (await api.listObjects(IPAM_API, 'IPClaim'))
+        .map((o) => {
+          const spec = o.spec as { address: string; node: string; pod: { name: string } };
+          return `${spec.address} ${spec.pod.name} ${spec.node}`;
+        })
+        .sort();
+
+    // Claimed (ahead, from the pod watch, or at the latest by the ADD) and used by the pod.
+    const first = await add(n1, 'team-a', 'web-1', ['198.51.100.5/28']);
+    expect(first.add.exitCode, first.add.stdout).toBe(0);
+    expect(await claims()).toEqual(['198.51.100.5 web-1 node-1']);
+
+    // The same address for a pod on node-2: refused before anything is built, the owner named.
+    const second = await add(n2, 'team-a', 'web-2', ['198.51.100.5/28']);
+    expect(second.add.exitCode).not.toBe(0);
+    expect(second.add.json).toMatchObject({
+      code: 116,
+      msg: expect.stringContaining('198.51.100.5 is held by pod team-a/web-1 on node node-1'),
+    });
+    expect(await linkNames(second.call.netns)).toEqual(['lo']);
+
+    // Another tenant's address, and one inside the cluster range: refused by tenancy, never claimed.
+    for (const [name, address] of [
+      ['web-3', '198.51.100.20/28'],
+      ['web-4', '10.244.0.77/16'],
+    ] as const) {
+      const r = await add(n2, 'team-a', name, [address]);
+      expect(r.add.json).toMatchObject({
+        code: 116,
+        msg: expect.stringContaining(`${address} is outside the ranges of namespace team-a`),
+      });
+      expect(await linkNames(r.call.netns)).toEqual(['lo']);
+    }
+    expect(await claims()).toEqual(['198.51.100.5 web-1 node-1']);
+
+    // web-1 deleted (DEL, then its Pod): the claim goes, and web-2's next ADD gets the address.
+    const del = await runShim(n1.node, 'DEL', first.call);
+    expect(del.exitCode, del.stdout).toBe(0);
+    await api.deletePod('team-a', 'web-1');
+    await eventually('the claim given back', claims, (c) => c.length === 0);
+    const retry = await runShim(n2.node, 'ADD', second.call);
+    expect(retry.exitCode, retry.stdout).toBe(0);
+    expect(await claims()).toEqual(['198.51.100.5 web-2 node-2']);
+  });
 });

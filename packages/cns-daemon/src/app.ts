@@ -20,6 +20,7 @@ import type { DevicePlugin } from './device-plugin/build';
 import { httpStatusOf } from './errors';
 import type { HandingOver } from './handover/handing-over';
 import type { BlockManager } from './ipam/blocks/manager';
+import type { StaticClaims } from './ipam/claims/static-claims';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
@@ -63,6 +64,8 @@ export interface AppDeps {
   devicePlugin?: DevicePlugin;
   /** The block manager, when a network's pool is a range split into blocks (cluster IPAM). */
   blocks?: BlockManager;
+  /** Static addresses claimed cluster-wide (with cluster IPAM). */
+  claims?: StaticClaims;
 }
 
 export interface AppOptions {
@@ -162,6 +165,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       ...(deps.pods ? { pods: deps.pods } : {}),
       ...(deps.devicePlugin ? { devicePlugin: deps.devicePlugin } : {}),
       ...(deps.blocks ? { blocks: deps.blocks } : {}),
+      ...(deps.claims ? { claims: deps.claims } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,

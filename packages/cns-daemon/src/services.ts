@@ -105,7 +105,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
   // Cluster IPAM reads what is built after it (the pods scheduled here, the other Nodes' pod CIDRs) when it runs.
   let late: { pods?: PodServices; cluster?: ClusterController } = {};
-  const blocks = blockServicesOf(config, db, stores, ipam, () => late, opts);
+  const blocks = blockServicesOf(config, db, stores, ipam, () => late, choice.tenancy, opts);
   const routedBlocks = blocks ? { peers: blocks.peers, own: blocks.own } : undefined;
   const cluster = config.cluster
     ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource, routedBlocks)
@@ -128,7 +128,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   return {
     deps: {
       ...{ attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
-      ...(blocks ? { blocks: blocks.manager } : {}),
+      ...(blocks ? { blocks: blocks.manager, claims: blocks.claims } : {}),
     },
     reconciler,
     drainer,
@@ -160,6 +160,7 @@ function blockServicesOf(
   stores: Stores,
   ipam: Ipam,
   late: () => { pods?: PodServices; cluster?: ClusterController },
+  tenancy: Tenancy,
   opts: ServiceOptions,
 ): BlockServices | undefined {
   if (!ipam.networks().some((n) => n.pools.some((p) => p.spec.blocks))) return undefined;
@@ -178,6 +179,9 @@ function blockServicesOf(
       return pods.length === 0 ? 0 : pendingPodsOf(pods, ipam.network(network).config, stores.attachmentStore);
     },
     foreignPodCIDRs: () => late().cluster?.peers.flatMap((p) => p.podCIDRs) ?? [],
+    mayHave: (address, namespace) => tenancy.rangeFor(address, namespace) !== undefined,
+    podCache: () => late().pods?.cache,
+    staticAddressesHeld: () => stores.attachmentStore.staticAddresses(),
     log: opts.log,
     now: opts.now,
   });

@@ -1,8 +1,10 @@
 import { type AllocateRequest, AllocateRequestSchema, AllocationSchema } from '@ferry/shared-types/api/allocations';
 import { CniError, Code } from '@ferry/shared-types/errors';
+import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Attachments } from '../attachments/attachments';
 import type { DevicePlugin } from '../device-plugin/build';
+import { CLAIM_TIMEOUT_MS, type StaticClaims } from '../ipam/claims/static-claims';
 import { type RoomWaiter, withRoom } from '../ipam/room';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
@@ -29,7 +31,9 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
   devicePlugin?: Pick<DevicePlugin, 'allocationOf'>;
   /** The block manager, when a pool is a range split into blocks: an ADD with no room waits for its claim. */
   blocks?: RoomWaiter & { poke(): void };
-}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods, devicePlugin, blocks }) => {
+  /** Static addresses claimed cluster-wide, when cluster IPAM is on: held before the allocation. */
+  claims?: Pick<StaticClaims, 'ensure'>;
+}> = async (app, { attachments, writes, lifecycle, metrics, storage, pods, devicePlugin, blocks, claims }) => {
   /**
    * The journal's files that were there when an answer went out (other pods' entries, on a busy node),
    * promoted once it is on its way; one settle per turn of the event loop however many allocations it
@@ -59,9 +63,18 @@ export const allocationRoutes: FastifyPluginAsyncZod<{
    * podResourcesTimeoutMs, then code 11) first, then the allocation, which refuses what the pod may not
    * have before anything is stored, and so before the shim builds anything.
    */
+  /** The pod's static addresses, held cluster-wide before anything is stored (ipam/claims/static-claims.ts). */
+  const claimStatics = async (nics: PodNics | undefined, body: AllocateRequest) => {
+    const ns = body.pod?.namespace;
+    const name = body.pod?.name;
+    if (!claims || !nics || !ns || !name || !nics.some((n) => n.addresses)) return;
+    const uid = pods?.cache.get(ns, name)?.uid ?? body.pod?.uid;
+    if (uid) await claims.ensure({ namespace: ns, name, uid }, nics, CLAIM_TIMEOUT_MS);
+  };
   const allocate = async (body: AllocateRequest) => {
     try {
       const [nics, allocated] = await Promise.all([podNicsOf(pods, body.pod), devicePlugin?.allocationOf(body.pod)]);
+      await claimStatics(nics, body);
       // A repeated ADD of an attachment whose shim committed through the journal gets 105, as after a PUT.
       // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
       // busy node) wait until the answer has been written.

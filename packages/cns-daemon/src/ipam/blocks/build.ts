@@ -11,14 +11,20 @@ import type { PeerBlocks } from '../../cluster/block-peers';
 import type { OwnBlocks } from '../../cluster/controller';
 import { loadKubeConfig } from '../../kube/connection';
 import { IpamApi } from '../../kube/ipam-api';
+import type { PodCache } from '../../pods/pod-cache';
+import { nicsOf } from '../../pods/pod-intent';
 import type { BlockStore } from '../../store/blocks';
 import type { Db } from '../../store/db';
 import type { PoolStore } from '../../store/pools';
+import { addressOf, StaticClaims } from '../claims/static-claims';
 import type { Ipam } from '../ipam';
 import { ReclaimerService } from '../reclaimer-service';
-import { kubeBlockApi, kubeBlockView } from './kube-blocks';
+import { kubeBlockView, kubeIpamPorts } from './kube-blocks';
 import { BlockManager } from './manager';
 import { blockMetrics } from './metrics';
+
+/** How often claims no pod holds or asks for any more are given back. */
+const CLAIM_RELEASE_EVERY_MS = 2000;
 
 export interface BlockServicesOptions {
   kubeconfig?: string;
@@ -29,12 +35,20 @@ export interface BlockServicesOptions {
   blocks: BlockStore;
   pendingOf?: (network: string) => number;
   foreignPodCIDRs?: () => readonly string[];
+  /** Static addresses: whether a namespace may have an address (tenancy.ts). */
+  mayHave(address: string, namespace: string): boolean;
+  /** The pod cache, once built (static addresses are claimed ahead from it). */
+  podCache(): PodCache | undefined;
+  /** The static addresses of each pod's interfaces (store/attachments.ts staticAddresses). */
+  staticAddressesHeld(): readonly { json: string; pod_namespace: string | null; pod_name: string | null }[];
   log: Logger;
   now: () => number;
 }
 
 export interface BlockServices {
   manager: BlockManager;
+  /** Static addresses claimed cluster-wide (IPClaims). */
+  claims: StaticClaims;
   /** The cluster-wide job (blocks and claims of nodes that are gone), run while this ferryd leads. */
   reclaimer: ReclaimerService;
   /** Routing: every other node's valid blocks of networks whose pods are routed (InfraNIC). */
@@ -54,13 +68,38 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
   const cache = api.blockCache(log);
   const view = kubeBlockView(cache);
   const metrics = blockMetrics();
+  const ports = kubeIpamPorts(api, kc, opts.nodeName);
+  const claims = new StaticClaims({
+    nodeName: opts.nodeName,
+    api: ports.claims,
+    store: opts.blocks,
+    mayHave: opts.mayHave,
+    pods: () => {
+      const cache = opts.podCache();
+      return { synced: cache?.hasSynced ?? false, get: (ns, name) => cache?.get(ns, name) };
+    },
+    heldByPods: () => {
+      const out = new Map<string, Set<string>>();
+      for (const r of opts.staticAddressesHeld()) {
+        const key = `${r.pod_namespace}/${r.pod_name}`;
+        const set = out.get(key) ?? new Set<string>();
+        for (const a of JSON.parse(r.json) as { address: string }[]) set.add(addressOf(a.address));
+        out.set(key, set);
+      }
+      return out;
+    },
+    primaryNetwork: opts.ipam.networks().find((n) => n.config.infraNIC)?.config.name ?? '',
+    log,
+    now: opts.now,
+  });
+  let releaseTimer: NodeJS.Timeout | undefined;
   const manager = new BlockManager({
     nodeName: opts.nodeName,
     db: opts.db,
     ipam: opts.ipam,
     pools: opts.pools,
     blocks: opts.blocks,
-    api: kubeBlockApi(api, kc, opts.nodeName),
+    api: ports.blocks,
     view,
     nameOf: blockNameOf,
     ...(opts.pendingOf ? { pendingOf: opts.pendingOf } : {}),
@@ -99,6 +138,7 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
   );
   return {
     manager,
+    claims,
     reclaimer,
     peers: {
       routed: () =>
@@ -120,8 +160,30 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
       cache.start();
       manager.start();
       reclaimer.start();
+      opts.podCache()?.onChange((pod) => {
+        try {
+          claims.preClaim(pod, nicsOf(pod));
+        } catch {
+          // A malformed annotation: its ADD is refused, naming the problem; nothing to claim.
+        }
+      });
+      let isReleasing = false;
+      releaseTimer = setInterval(() => {
+        if (isReleasing) return;
+        isReleasing = true;
+        claims
+          .release()
+          .catch((err: unknown) =>
+            log.warn({ problem: (err as Error).message }, 'giving static addresses back failed; retrying'),
+          )
+          .finally(() => {
+            isReleasing = false;
+          });
+      }, CLAIM_RELEASE_EVERY_MS);
+      releaseTimer.unref();
     },
     async stop() {
+      clearInterval(releaseTimer);
       await reclaimer.stop();
       await manager.stop();
       await cache.stop();

@@ -3,12 +3,13 @@
  * (kube/ipam-api.ts), and this node's Node object, whose uid every block it claims carries as owner (the
  * garbage collector marks the node's blocks when it goes; the reclaimer frees them once its pods are).
  */
-import type { IPBlock } from '@ferry/shared-types/kube/ipam';
+import type { IPBlock, IPClaim } from '@ferry/shared-types/kube/ipam';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, toKubeApiError } from '../../kube/api-error';
 import { callOptions } from '../../kube/connection';
 import type { IpamApi } from '../../kube/ipam-api';
 import type { ObjectCache } from '../../kube/object-cache';
+import type { ClaimApi, ClusterClaim } from '../claims/static-claims';
 import type { BlockApi, BlockView, ClusterBlock } from './ports';
 
 const NODE_GET_TIMEOUT_MS = 10_000;
@@ -25,8 +26,8 @@ export function clusterBlockOf(b: IPBlock): ClusterBlock {
   };
 }
 
-/** createBlock/releaseBlock through IpamApi; the Node's uid is read once, at the first claim. */
-export function kubeBlockApi(api: IpamApi, kc: KubeConfig, nodeName: string): BlockApi {
+/** Blocks and static-address claims through IpamApi; the Node's uid is read once, at the first claim. */
+export function kubeIpamPorts(api: IpamApi, kc: KubeConfig, nodeName: string): { blocks: BlockApi; claims: ClaimApi } {
   const core = kc.makeApiClient(CoreV1Api);
   let nodeUid: Promise<string> | undefined;
   const uidOfNode = async (): Promise<string> => {
@@ -40,15 +41,36 @@ export function kubeBlockApi(api: IpamApi, kc: KubeConfig, nodeName: string): Bl
       throw KubeApiError.is(err) ? err : toKubeApiError(err, `get node ${nodeName}`);
     }
   };
-  return {
-    async createBlock(claim) {
-      nodeUid ??= uidOfNode();
-      const r = await api.createBlock(claim, await nodeUid);
-      return 'created' in r ? { created: clusterBlockOf(r.created) } : { exists: r.exists && clusterBlockOf(r.exists) };
-    },
-    // The release names the object by name and uid only (the delete's precondition).
-    releaseBlock: (block) => api.releaseBlock({ metadata: { name: block.name, uid: block.uid, resourceVersion: '' } }),
+  const uid = () => {
+    nodeUid ??= uidOfNode();
+    return nodeUid;
   };
+  // A release names the object by name and uid only (the delete's precondition).
+  const meta = (o: { name: string; uid: string }) => ({ metadata: { name: o.name, uid: o.uid, resourceVersion: '' } });
+  return {
+    blocks: {
+      async createBlock(claim) {
+        const r = await api.createBlock(claim, await uid());
+        return 'created' in r
+          ? { created: clusterBlockOf(r.created) }
+          : { exists: r.exists && clusterBlockOf(r.exists) };
+      },
+      releaseBlock: (block) => api.releaseBlock(meta(block)),
+    },
+    claims: {
+      async createClaim(spec) {
+        const r = await api.createClaim(spec, await uid());
+        return 'created' in r
+          ? { created: clusterClaimOf(r.created) }
+          : { exists: r.exists && clusterClaimOf(r.exists) };
+      },
+      deleteClaim: (claim) => api.deleteClaim(meta(claim)),
+    },
+  };
+}
+
+function clusterClaimOf(c: IPClaim): ClusterClaim {
+  return { name: c.metadata.name, uid: c.metadata.uid, address: c.spec.address, node: c.spec.node, pod: c.spec.pod };
 }
 
 export function kubeBlockView(cache: ObjectCache<IPBlock>): BlockView {
