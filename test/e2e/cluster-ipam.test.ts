@@ -17,6 +17,7 @@ import { linkNames, ping } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject } from '../fixtures/kube-api';
 import { inNetns, useNetns } from '../fixtures/netns';
 import { podCniArgs } from '../fixtures/network-status';
+import { grantedVerbs, verbsByResource } from '../fixtures/rbac';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
 
@@ -138,6 +139,17 @@ async function everyPodPingsEveryOther(pods: { on: string; pod: Pod }[]): Promis
   );
   expect(results.filter((r) => !r.ok).map((r) => r.what)).toEqual([]);
   expect(results.length).toBe(pairs.length * 2);
+}
+
+/**
+ * deploy/rbac.yaml grants every verb the ferryds used on Ferry's objects and the Lease (the core
+ * resources are held to it in pods-kube.test.ts); what this file's tests use together is all it grants.
+ */
+async function expectGranted(api: KubeApi): Promise<void> {
+  const used = verbsByResource((await api.stats()).requests.filter((r) => r.group));
+  const granted = grantedVerbs(['ferry.dev', 'coordination.k8s.io']);
+  for (const [resource, verbs] of Object.entries(used))
+    expect(granted[resource] ?? [], resource).toEqual(expect.arrayContaining(verbs));
 }
 
 describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
@@ -295,6 +307,7 @@ test('three nodes claiming the last free block at once: exactly one gets it, the
   expect(lastBlock).toHaveLength(1);
   const winner = nodes[codes.indexOf(0) === -1 ? 0 : results.findIndex((r) => r.exitCode === 0)] as ClusterNode;
   expect(lastBlock[0]).toBe(`${winner.name} 10.244.0.0/28`);
+  await expectGranted(api);
 });
 
 test('a deleted node’s blocks are reclaimed only after its pods are gone; routes to them go with the Node', async (t) => {
@@ -338,6 +351,7 @@ test('a deleted node’s blocks are reclaimed only after its pods are gone; rout
     (b) => !b.some((x) => x.startsWith('node-3 ')),
     60_000,
   );
+  await expectGranted(api);
 });
 
 test('hostile IPBlocks are refused and nothing is built from them: an overlap, a block outside the range', async (t) => {
@@ -466,5 +480,6 @@ describe('static addresses', () => {
     const retry = await runShim(n2.node, 'ADD', second.call);
     expect(retry.exitCode, retry.stdout).toBe(0);
     expect(await claims()).toEqual(['198.51.100.5 web-2 node-2']);
+    await expectGranted(api);
   });
 });
