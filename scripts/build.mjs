@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pnpm build: dist/bin/{ferry-cni,ferryd,ferryctl} (DESIGN.md "Entry points").
+// pnpm build: dist/bin/{ferry-cni,ferryd,ferryctl} (docs/architecture.md "Entry points").
 // ferry-cni is one self-contained executable (bun build --compile, see docs/shipping.md for the numbers
 // that chose it); ferryd and ferryctl are Node bundles with their native addons copied to dist/lib.
 import { execFileSync } from 'node:child_process';

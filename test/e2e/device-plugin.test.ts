@@ -45,7 +45,7 @@ async function metric(ferryd: Ferryd, series: string): Promise<number | undefine
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-test('registration, ListAndWatch following the node, GetPreferredAllocation and Allocate, a kubelet restart', async (t) => {
+test('registration, ListAndWatch following the node, GetPreferredAllocation (devices free on the node before those ferryd still holds) and Allocate, a kubelet restart', async (t) => {
   const kubelet = await useStandInKubelet(t);
   const { node, ferryd, wire } = await useServedNode(t, kubelet);
 
@@ -78,7 +78,8 @@ test('registration, ListAndWatch following the node, GetPreferredAllocation and 
   await kubelet.waitForDevices(RESOURCE, `${D2} healthy again`, healthy(D1, D2));
   expect(kubelet.plugin(RESOURCE)?.lists.length).toBeGreaterThanOrEqual(3);
 
-  // Admission: GetPreferredAllocation picks among the healthy devices no pod holds, then Allocate.
+  // Admission: the kubelet's candidates are the healthy devices no pod it knows holds; GetPreferredAllocation
+  // picks among them, then Allocate.
   const a = await kubelet.admit({
     namespace: 'team-a',
     name: 'web-1',
@@ -87,12 +88,27 @@ test('registration, ListAndWatch following the node, GetPreferredAllocation and 
   expect(a.preferred.app?.[RESOURCE]).toEqual([D1]);
   expect(a.devices.app?.[RESOURCE]).toEqual([D1]);
   expect(a.envs.app).toEqual({ FERRY_DEVICES_FRONTEND: D1 });
+  // web-1's sandbox is added: ferryd holds D1 for it. Then the pod is deleted: the kubelet frees its
+  // devices at once, while the runtime's DEL of the sandbox comes later.
+  const pod1 = await useNetns(t, 'pod');
+  const add1 = await runShim(node, 'ADD', podCall(ferryd, pod1, 'web-1'));
+  expect(add1.exitCode, add1.stdout).toBe(0);
+  expect((await link(pod1, 'net1'))?.address).toBe(D1);
+  kubelet.forget('team-a', 'web-1');
+  // The kubelet alone would take D1, its first candidate; ferryd prefers D2, free on the node, so the next
+  // pod's ADD does not wait (code 106) for web-1's DEL.
   const b = await kubelet.admit({
     namespace: 'team-a',
     name: 'web-2',
     containers: [{ name: 'app', limits: { [RESOURCE]: 1 } }],
   });
+  expect(b.candidates.app?.[RESOURCE]).toEqual([D1, D2]);
+  expect(b.preferred.app?.[RESOURCE]).toEqual([D2]);
   expect(b.devices.app?.[RESOURCE]).toEqual([D2]);
+  const pod2 = await useNetns(t, 'pod');
+  const add2 = await runShim(node, 'ADD', podCall(ferryd, pod2, 'web-2'));
+  expect(add2.exitCode, add2.stdout).toBe(0);
+  expect((await link(pod2, 'net1'))?.address).toBe(D2);
 
   // A kubelet restart: its sockets go, ours too; ferryd serves again on a new socket and registers again.
   await kubelet.restart();
@@ -102,14 +118,15 @@ test('registration, ListAndWatch following the node, GetPreferredAllocation and 
   expect(
     await metric(ferryd, `ferry_device_plugin_registrations_total{resource="${RESOURCE}",result="registered"}`),
   ).toBe(2);
-  // The new kubelet's plugin answers Allocate (the checkpoint kept web-1's and web-2's devices).
-  kubelet.forget('team-a', 'web-2');
+  // The new kubelet's plugin answers Allocate: the checkpoint kept web-2's D2, so web-3's only candidate
+  // is D1 (still held in ferryd by web-1 until its DEL, which a kubelet cannot know).
   const c = await kubelet.admit({
     namespace: 'team-a',
     name: 'web-3',
     containers: [{ name: 'app', limits: { [RESOURCE]: 1 } }],
   });
-  expect(c.devices.app?.[RESOURCE]).toEqual([D2]);
+  expect(c.candidates.app?.[RESOURCE]).toEqual([D1]);
+  expect(c.devices.app?.[RESOURCE]).toEqual([D1]);
   expect(ferryd.log()).toContain('registering again');
 });
 

@@ -75,7 +75,7 @@ describe('InfraNIC datapath', () => {
     }
   });
 
-  test('routes and neighbour entries are what DESIGN.md says', async (t) => {
+  test('routes and neighbour entries are what docs/architecture.md says', async (t) => {
     const { node, ferryd } = await useNode(t);
     const pod = await useNetns(t, 'pod');
     const r = await runShim(node, 'ADD', {

@@ -1,5 +1,5 @@
 /**
- * ferryd drains the delete queue before it serves (DESIGN.md "DEL (daemon down)", the runbook's "ferryd
+ * ferryd drains the delete queue before it serves (docs/architecture.md "DEL (ferryd down)", the runbook's "ferryd
  * crashed"). The reconciler's period is an hour here, so nothing but the start-up drain can apply a
  * queued DEL by the time ferryd first says ready; and the queue's lock protocol is what keeps a DEL
  * written during that start-up from being missed.

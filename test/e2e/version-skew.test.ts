@@ -69,7 +69,7 @@ test.for([
   [
     'more than one API version newer (API 3)',
     '3',
-    "ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the DaemonSet's init container does)",
+    "ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the ferryd container's postStart hook does)",
   ],
   [
     'that states no version',

@@ -133,7 +133,7 @@ test('every request states API 1; an answer of API 1 or 2 is used, any other (or
   const path = 'DELETE /v1/endpoints/abc?network=ferry&ifName=eth0&hostVethDeleted=true';
   await expect(answerOf('3')).rejects.toMatchObject({
     code: Code.ApiVersionSkew,
-    message: `ferryd ${path}: ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the DaemonSet's init container does)`,
+    message: `ferryd ${path}: ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the ferryd container's postStart hook does)`,
   });
   await expect(answerOf(null)).rejects.toMatchObject({
     code: Code.ApiVersionSkew,

@@ -1,5 +1,5 @@
 /**
- * ferryd's configuration: a JSON or YAML file (DESIGN.md "Entry points"), then FERRY_* environment
+ * ferryd's configuration: a JSON or YAML file (docs/architecture.md "Entry points"), then FERRY_* environment
  * variables, then flags, each overriding the one before. Everything is validated by zod with errors
  * that name the field (the schema is shared: @ferry/shared-types/config/ferryd); pools are checked
  * against their subnet here so a bad range never reaches IPAM.

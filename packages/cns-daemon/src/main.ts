@@ -36,7 +36,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
     const flags = parseFlags(argv);
     const { config, file } = loadConfig(flags.config, env, flags.overrides);
     if (flags.check) {
-      // Validation only (the install init container runs it): nothing is opened, bound or changed.
+      // Validation only (the DaemonSet's check-config init container runs it): nothing is opened, bound or changed.
       process.off('SIGTERM', handler);
       process.off('SIGINT', handler);
       process.stdout.write(

@@ -1,8 +1,9 @@
 /**
  * Builds ferryd's services on an open database: the one place that knows how they depend on each
- * other. They are built in that order, each from what is above it; the two events that flow back up
- * (storage working again, devices freed) are subscribed once both ends exist. startDaemon adds sockets
- * and timers; route tests use it with inject().
+ * other. They are built in that order, each from what is above it, every builder from one context (the
+ * config, the database, its stores, the metrics, the clock and the log) and the parts it needs. Four
+ * events flow back up against that order: they are subscribed in one block, once both ends exist.
+ * startDaemon adds sockets and timers; route tests use it with inject().
  */
 
 import { Ip, Iproute2 } from '@ferry/net';
@@ -85,46 +86,87 @@ interface Stores {
   blocks: BlockStore;
 }
 
+/** What every builder below reads. */
+interface Context {
+  config: FerrydConfig;
+  db: Db;
+  stores: Stores;
+  /** Counters first: every part counts into them as it works. */
+  metrics: Metrics;
+  opts: ServiceOptions;
+}
+
+/** What decides which device a pod gets (PCI addresses, tenancy, the kubelet's groups) and the inventory. */
+interface DeviceParts {
+  pci: PciAddresses;
+  tenancy: Tenancy;
+  served: ReadonlySet<string>;
+  inventory: Inventory;
+}
+
 export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions): Services {
   const { log, now } = opts;
-  // Counters first: every part below counts into them as it works.
-  const metrics = new Metrics({ defaultMetrics: opts.defaultMetrics });
-  const stores = storesOf(db);
-  const storage = storageHealthOf(config, db, metrics, opts);
-  const ipam = new Ipam(stores.pools, config);
+  const ctx: Context = {
+    config,
+    db,
+    stores: storesOf(db),
+    metrics: new Metrics({ defaultMetrics: opts.defaultMetrics }),
+    opts,
+  };
+  const storage = storageHealthOf(ctx);
+  const ipam = new Ipam(ctx.stores.pools, config);
   const ip = new Ip(new Iproute2(nodeRunner));
-  const { inventory, ...choice } = devicePartsOf(config, db, stores, ip, opts);
-  const attachments = attachmentsOf(config, db, stores, { ipam, ...choice }, metrics, opts);
+  const devices = devicePartsOf(ctx, ip);
+  const { inventory } = devices;
+  const attachments = attachmentsOf(ctx, ipam, devices);
   const drainer = new Drainer({ dir: config.deleteQueue, attachments, storage, log, now });
   // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
-  const nodeState = nodeStateOf(config, db, stores, { ipam, attachments, ip }, opts);
-  const reconciler = reconcilerOf(config, { attachments, ipam, inventory, drainer, storage }, nodeState, stores, opts);
-  // Queued DELs that waited for the disk are applied now rather than at the next rescan.
-  storage.onRecovered(() => drainer.drainSoon());
-  // After the transaction: the pass shows freed devices home now rather than at the next period.
-  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
+  const nodeState = nodeStateOf(ctx, { ipam, attachments, ip });
+  const reconciler = reconcilerOf(ctx, { attachments, ipam, inventory, drainer, storage }, nodeState);
   // Cluster IPAM reads what is built after it (the pods scheduled here, the other Nodes' pod CIDRs) when it runs.
   let late: { pods?: PodServices; cluster?: ClusterController } = {};
-  const blocks = blockServicesOf(config, db, stores, ipam, () => late, choice.tenancy, opts);
+  const blocks = blockServicesOf(ctx, ipam, () => late, devices.tenancy);
   const routedBlocks = blocks ? { peers: blocks.peers, own: blocks.own } : undefined;
   const cluster = config.cluster
     ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource, routedBlocks)
     : undefined;
-  const devicePlugin = devicePluginOf(config, choice.served, inventory, metrics, opts);
-  const operatorParts = {
-    ...{ ipam, attachments, inventory, drainer, reconciler, ip, cluster, devicePlugin, nodeState },
+  const devicePlugin = devicePluginOf(ctx, devices);
+  const operator = operatorOf(ctx, {
+    ipam,
+    attachments,
+    drainer,
+    reconciler,
+    ip,
+    cluster,
+    devicePlugin,
+    nodeState,
+    devices,
     blockViolations: () => blocks?.manager.violations() ?? [],
-  };
-  const operator = operatorOf(db, stores, { ...operatorParts, tenancy: choice.tenancy }, now);
+  });
   const lifecycle = new Lifecycle();
-  metrics.observe(metricSourcesOf(stores, { ipam, inventory, drainer, lifecycle, storage }, now));
-  const pods = podsOf(config, operator, attachments, choice.pci, metrics, opts);
+  ctx.metrics.observe(metricSourcesOf(ctx, { ipam, inventory, drainer, lifecycle, storage }));
+  const pods = podsOf(ctx, operator, devices.pci);
   late = { ...(pods ? { pods } : {}), ...(cluster ? { cluster } : {}) };
-  if (cluster) registerClusterMetrics(metrics.registry, cluster);
-  blocks?.registerMetrics(metrics.registry);
-  nodeState.registerMetrics(metrics.registry);
+
+  // The events that flow back up, each after the transaction or check that raised it:
+  // queued DELs that waited for the disk are applied now rather than at the next rescan;
+  storage.onRecovered(() => drainer.drainSoon());
+  // the pass shows freed devices home now rather than at the next period;
+  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
+  // a pod's network-status follows each commit or release now rather than at the next resync (the
+  // writer reads the records);
+  const writer = pods?.statusWriter;
+  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
+  // the kubelet's device lists (health) follow each inventory scan.
+  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
+
+  if (pods) registerPodMetrics(ctx.metrics.registry, pods);
+  if (cluster) registerClusterMetrics(ctx.metrics.registry, cluster);
+  blocks?.registerMetrics(ctx.metrics.registry);
+  nodeState.registerMetrics(ctx.metrics.registry);
   const writes = new GroupCommit(db);
   const ping = () => void db.prepare('SELECT 1').get();
+  const metrics = ctx.metrics;
   return {
     deps: {
       ...{ attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
@@ -155,13 +197,10 @@ function storesOf(db: Db): Stores {
  * watch shows on their way as demand, and never claims a block inside another Node's spec.podCIDRs.
  */
 function blockServicesOf(
-  config: FerrydConfig,
-  db: Db,
-  stores: Stores,
+  { config, db, stores, opts }: Context,
   ipam: Ipam,
   late: () => { pods?: PodServices; cluster?: ClusterController },
   tenancy: Tenancy,
-  opts: ServiceOptions,
 ): BlockServices | undefined {
   if (!ipam.networks().some((n) => n.pools.some((p) => p.spec.blocks))) return undefined;
   if (!opts.blockServices) throw new Error('a pool has blocks but the cluster IPAM services were not loaded');
@@ -187,8 +226,7 @@ function blockServicesOf(
   });
 }
 
-/** What decides which device a pod gets (PCI addresses, tenancy, the kubelet's groups) and the inventory. */
-function devicePartsOf(config: FerrydConfig, db: Db, stores: Stores, ip: Ip, opts: ServiceOptions) {
+function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DeviceParts {
   const pci = new PciAddresses(config.sysfsRoot);
   const groups = config.delegatedDevices.map((d) => d.group);
   const tenancy = new Tenancy(config.tenancy, groups);
@@ -207,7 +245,7 @@ function devicePartsOf(config: FerrydConfig, db: Db, stores: Stores, ip: Ip, opt
   return { pci, tenancy, served, inventory };
 }
 
-function storageHealthOf(config: FerrydConfig, db: Db, metrics: Metrics, opts: ServiceOptions): StorageHealth {
+function storageHealthOf({ config, db, metrics, opts }: Context): StorageHealth {
   return new StorageHealth({
     database: config.database,
     log: opts.log,
@@ -217,19 +255,16 @@ function storageHealthOf(config: FerrydConfig, db: Db, metrics: Metrics, opts: S
   });
 }
 
-function attachmentsOf(
-  config: FerrydConfig,
-  db: Db,
-  stores: Stores,
-  parts: { ipam: Ipam; pci: PciAddresses; tenancy: Tenancy; served: ReadonlySet<string> },
-  metrics: Metrics,
-  opts: ServiceOptions,
-): Attachments {
+function attachmentsOf({ config, db, stores, metrics, opts }: Context, ipam: Ipam, devices: DeviceParts): Attachments {
+  const { pci, tenancy, served } = devices;
   return new Attachments({
     db,
     attachmentStore: stores.attachmentStore,
     devices: stores.devices,
-    ...parts,
+    ipam,
+    pci,
+    tenancy,
+    served,
     now: opts.now,
     journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
     log: opts.log,
@@ -241,11 +276,9 @@ function attachmentsOf(
 }
 
 function reconcilerOf(
-  config: FerrydConfig,
+  { config, stores, opts }: Context,
   parts: Pick<ReconcilerDeps, 'attachments' | 'ipam' | 'inventory' | 'drainer' | 'storage'>,
   { boot, adoption }: NodeState,
-  stores: Stores,
-  opts: ServiceOptions,
 ): Reconciler {
   const { log, now } = opts;
   const graceMs = config.reconcile.staleGraceSec * 1000;
@@ -259,21 +292,20 @@ function reconcilerOf(
 }
 
 function operatorOf(
-  db: Db,
-  stores: Stores,
-  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'inventory' | 'drainer' | 'tenancy'> & {
+  { db, stores, opts }: Context,
+  parts: Pick<OperatorDeps, 'ipam' | 'attachments' | 'drainer'> & {
     reconciler: Reconciler;
     ip: Ip;
     cluster: ClusterController | undefined;
     devicePlugin: DevicePlugin | undefined;
     nodeState: NodeState;
+    devices: DeviceParts;
     /** Cluster IPAM's conflicts (ipam/blocks/manager.ts). */
     blockViolations: () => Violation[];
   },
-  now: () => number,
 ): Operator {
-  const { ipam, attachments, inventory, drainer, reconciler, ip, cluster, tenancy, devicePlugin, nodeState } = parts;
-  const { blockViolations } = parts;
+  const { ipam, attachments, drainer, reconciler, ip, cluster, devicePlugin, nodeState, blockViolations } = parts;
+  const { inventory, tenancy } = parts.devices;
   const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
   return new Operator({
@@ -295,17 +327,14 @@ function operatorOf(
       ...(devicePlugin ? { devicePlugin } : {}),
     }),
     ...inCluster,
-    now,
+    now: opts.now,
     reconcile: () => reconciler.runOnce(),
   });
 }
 
 function nodeStateOf(
-  config: FerrydConfig,
-  db: Db,
-  stores: Stores,
+  { config, db, stores, opts }: Context,
   parts: { ipam: Ipam; attachments: Attachments; ip: Ip },
-  opts: ServiceOptions,
 ): NodeState {
   const { attachmentStore, pools, devices } = stores;
   const { database, bootIdPath } = config;
@@ -314,11 +343,11 @@ function nodeStateOf(
 
 /** What the state gauges read at each scrape. */
 function metricSourcesOf(
-  stores: Stores,
+  { stores, opts }: Context,
   parts: { ipam: Ipam; inventory: Inventory; drainer: Drainer; lifecycle: Lifecycle; storage: StorageHealth },
-  now: () => number,
 ): MetricSources {
   const { ipam, inventory, drainer, lifecycle, storage } = parts;
+  const { now } = opts;
   const specs = new Map(ipam.networks().flatMap((n) => n.pools.map((p) => [p.poolId, p.spec] as const)));
   return {
     interfaceCounts: () => stores.attachmentStore.countInterfaces(),
@@ -350,33 +379,8 @@ function metricSourcesOf(
   };
 }
 
-/** The pod services, when configured: the status writer projects ferryd's records (the operator's view). */
-/**
- * This node's pods, when configured; after each transaction that commits or releases (the writer reads the
- * records), the pod's network-status follows now rather than at the next resync.
- */
-function podsOf(
-  config: FerrydConfig,
-  operator: Operator,
-  attachments: Attachments,
-  pci: PciAddresses,
-  metrics: Metrics,
-  opts: ServiceOptions,
-): PodServices | undefined {
-  const pods = buildPods(config, operator, pci, opts);
-  if (!pods) return undefined;
-  const writer = pods.statusWriter;
-  if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
-  registerPodMetrics(metrics.registry, pods);
-  return pods;
-}
-
-function buildPods(
-  config: FerrydConfig,
-  operator: Operator,
-  pci: PciAddresses,
-  opts: ServiceOptions,
-): PodServices | undefined {
+/** This node's pods, when configured: the status writer projects ferryd's records (the operator's view). */
+function podsOf({ config, opts }: Context, operator: Operator, pci: PciAddresses): PodServices | undefined {
   const kubernetes = config.cluster?.kubernetes;
   if (!kubernetes?.pods) return undefined;
   if (!opts.podServices) throw new Error('cluster.kubernetes.pods is set but the pod services were not loaded');
@@ -393,24 +397,16 @@ function buildPods(
   });
 }
 
-/** The device plugin, when configured: its device lists are the inventory's, sent after each scan. */
-function devicePluginOf(
-  config: FerrydConfig,
-  served: ReadonlySet<string>,
-  inventory: Inventory,
-  metrics: Metrics,
-  opts: ServiceOptions,
-): DevicePlugin | undefined {
+/** The device plugin, when configured: its device lists are the inventory's. */
+function devicePluginOf({ config, metrics, opts }: Context, devices: DeviceParts): DevicePlugin | undefined {
   if (!config.devicePlugin) return undefined;
   if (!opts.devicePlugin) throw new Error('devicePlugin is set but the device plugin was not loaded');
-  const plugin = opts.devicePlugin({
+  const { served, inventory } = devices;
+  return opts.devicePlugin({
     config: config.devicePlugin,
     served,
     devices: () => inventory.list(),
     log: opts.log,
     registry: metrics.registry,
   });
-  // Health follows the inventory: each scan's view goes to the kubelet.
-  inventory.onScanned(() => plugin.refresh());
-  return plugin;
 }

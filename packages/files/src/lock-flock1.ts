@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import type { LockMode } from './lock';
+import type { LockMode } from './lock-mode';
 
 /**
  * One non-blocking flock(2) attempt for Node (chosen by lock.ts's #lock-impl): true when taken, false while

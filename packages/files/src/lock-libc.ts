@@ -1,6 +1,6 @@
 /// <reference types="bun-types" />
 import { ERRNO, errno, errnoError, libc } from '@ferry/sys/libc';
-import type { LockMode } from './lock';
+import type { LockMode } from './lock-mode';
 
 const LOCK_SH = 1;
 const LOCK_EX = 2;

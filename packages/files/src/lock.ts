@@ -7,8 +7,9 @@
 
 import { closeSync, openSync } from '@ferry/files/fs';
 import tryFlock from '#lock-impl';
+import type { LockMode } from './lock-mode';
 
-export type LockMode = 'shared' | 'exclusive';
+export type { LockMode };
 
 export interface FileLock {
   /** The lock file's descriptor, open for reading and appending (ferryd writes its PID into it). */

@@ -1,6 +1,6 @@
 /**
  * The markers Ferry puts on the links it makes or moves, so the node itself can say what each one is
- * (DESIGN.md, "The node is the second source of truth"). One grammar for all of them, in the link's
+ * (docs/architecture.md, "The node is the second source of truth"). One grammar for all of them, in the link's
  * alias (IFLA_IFALIAS, at most 255 bytes): `ferry:` then `key=value` words separated by one space, a
  * value without spaces, except `ns=`, which comes last and runs to the end (a netns path). Readers take
  * the keys they know and ignore the rest, so a marker can grow keys without breaking an older reader.

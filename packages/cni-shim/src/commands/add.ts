@@ -1,5 +1,5 @@
 /**
- * ADD (DESIGN.md "The two flows"): allocate (waiting for ferryd if needed) → build each NIC → commit
+ * ADD (docs/architecture.md "ADD (ferryd up)"): allocate (waiting for ferryd if needed) → build each NIC → commit
  * (a commit-journal entry: no second round trip) → result. The InfraNIC's veth pair, which depends on
  * nothing ferryd decides, is created while ferryd allocates.
  * Every step's undo is armed in one Rollback as the step is made, and anything that fails is undone in

@@ -1,5 +1,5 @@
 /**
- * DEL (DESIGN.md "The two flows"): delete the InfraNIC's host veth → release if that was all → tear
+ * DEL (docs/architecture.md "DEL (ferryd up)"): delete the InfraNIC's host veth → release if that was all → tear
  * down what is left by ferryd's record → release. The host veth is named after the attachment, so it
  * goes before ferryd is asked anything, and the usual attachment (that veth alone) is released by the
  * same request that would otherwise have fetched its record; an attachment with DelegatedNICs needs a
@@ -136,7 +136,7 @@ async function askWithin<T>(deadline: number, deps: Deps, call: (leftMs: number)
 }
 
 /**
- * DESIGN.md "DEL (daemon down)": queued and the netns cleaned without state (fallback/), or, when ferryd
+ * docs/architecture.md "DEL (ferryd down)": queued and the netns cleaned without state (fallback/), or, when ferryd
  * turned out to be serving after all (it came up while this DEL waited for the queue's lock), through it.
  */
 async function delWithoutFerryd(args: CmdArgs, conf: ShimConf, deps: Deps, whyQueued: CniError): Promise<void> {

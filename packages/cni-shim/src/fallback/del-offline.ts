@@ -1,5 +1,5 @@
 /**
- * DEL when ferryd cannot be reached, or cannot store the release (DESIGN.md "DEL (daemon down)"): queue the
+ * DEL when ferryd cannot be reached, or cannot store the release (docs/architecture.md "DEL (ferryd down)"): queue the
  * intent durably, clean the pod netns without state, exit 0. Kubelet is never kept waiting on ferryd, and
  * nothing is lost.
  */

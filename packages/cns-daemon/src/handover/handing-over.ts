@@ -15,7 +15,7 @@
 import { lstatSync } from 'node:fs';
 // A proxy, not a client: it passes a held request on as it came (any method, its headers, its body as a
 // stream), which @ferry/http's request contract does not cover.
-// biome-ignore lint/style/noRestrictedImports: the proxy to the successor (above)
+// biome-ignore lint/plugin: the proxy to the successor (above)
 import { type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { type HandOverAnswer, type HandOverRequest, handOverProblem } from '@ferry/shared-types/api/handover';
 import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';

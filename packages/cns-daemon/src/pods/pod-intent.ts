@@ -1,13 +1,11 @@
 /**
  * What a pod asks for in its `ferry.dev/nics` annotation, read from the pod cache (or the API server,
  * for a pod the watch has not delivered yet). What the node and the pod's namespace may give is decided
- * by the allocation that calls this; a malformed annotation is refused here, naming the pod, the
+ * by the allocation that asks for it (allocations/allocate.ts); a malformed annotation is refused here, naming the pod, the
  * annotation and the problem.
  */
-import type { PodRef } from '@ferry/shared-types/api/common';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { POD_NICS_ANNOTATION, type PodNics, parsePodNics } from '@ferry/shared-types/kube/pod-nics';
-import type { PodServices } from './build';
 import { type PodView, podKeyOf } from './pod';
 import type { PodCache, PodKey } from './pod-cache';
 
@@ -23,20 +21,6 @@ export async function podIntentOf(cache: PodCache, key: PodKey): Promise<PodInte
   const pod = await cache.lookup(key);
   if (!pod) return { kind: 'absent' };
   return { kind: 'pod', pod, nics: nicsOf(pod) };
-}
-
-/**
- * The annotation of the pod an ADD is for (`req.pod`, from the runtime's K8S_POD_* args), when ferryd
- * watches pods and the API server has that pod with one; undefined otherwise (the conflist decides).
- */
-export async function podNicsOf(pods: PodServices | undefined, pod: PodRef | undefined): Promise<PodNics | undefined> {
-  if (!pods || !pod?.namespace || !pod.name) return undefined;
-  const intent = await pods.podIntent({
-    namespace: pod.namespace,
-    name: pod.name,
-    ...(pod.uid ? { uid: pod.uid } : {}),
-  });
-  return intent.kind === 'pod' ? intent.nics : undefined;
 }
 
 /** The NICs `pod`'s annotation asks for; undefined without one; CniError InvalidPodIntent when malformed. */

@@ -11,6 +11,7 @@ import { type AppOptions, buildApp, type FerrydApp } from '../app';
 import { type FerrydConfig, validateConfig } from '../config';
 import { buildServices, type ServiceOptions, type Services } from '../services';
 import { type Db, openDatabase } from '../store/db';
+import { DeviceStore } from '../store/devices';
 
 export interface Harness {
   app: FerrydApp;
@@ -71,4 +72,11 @@ export async function useApp(
   t.onTestFinished(() => app.close());
   if (opts.ready !== false) services.deps.lifecycle.markReady();
   return { app, services, config, db: store.db, dir, clock };
+}
+
+/** A delegatable device on the node, as ferryd's scan would have recorded it (the tests read no host links). */
+export function addDevice(h: Harness, mac: string, group: string, hostIfName: string): void {
+  const devices = new DeviceStore(h.db);
+  devices.upsert(mac, group, hostIfName);
+  devices.setPresence(mac, true, h.clock.now);
 }

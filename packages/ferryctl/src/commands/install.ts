@@ -1,6 +1,6 @@
 /**
- * `ferryctl install`: what the DaemonSet's init containers run on every node, in two steps that may also
- * run together:
+ * `ferryctl install`: what the DaemonSet runs on every node (its render-config init container, and its
+ * ferryd container's postStart hook), in two steps that may also run together:
  * - ferryd's config (--ferryd-config-template, --ferryd-config-out), rendered from a template with this
  *   node's pod CIDRs ({{POD_CIDR_V4}}, {{POD_CIDR_V6}}) and validated against ferryd's schema;
  * - the CNI files (--shim, --cni-bin-dir, --conflist, --cni-conf-dir): ferry-cni into the CNI bin dir and

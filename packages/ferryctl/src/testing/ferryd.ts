@@ -2,22 +2,21 @@
  * ferryctl's unit tests run against a real ferryd: the daemon's own test harness (a temp SQLite file,
  * the real services and app, the test's clock) listening on a unix socket in the test's temp dir, and
  * main() called in-process the way bin/ferryctl.ts calls it. Test code only: ferryctl itself never
- * imports the daemon (it shares through @ferry/shared-types); the tests under test/ reach packages the
- * same way, by path.
+ * imports the daemon (it shares through @ferry/shared-types); this harness alone may, through the one
+ * export @ferry/cns-daemon has for it (its devDependency).
  */
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { addDevice, type Harness, tempDir, useApp } from '@ferry/cns-daemon/testing/harness';
 import type { Allocation } from '@ferry/shared-types/api/allocations';
 import { attachmentFileNameOf } from '@ferry/shared-types/attachment-file';
 import type { TestContext } from 'vitest';
 import { expect } from 'vitest';
-import { DeviceStore } from '../../../cns-daemon/src/store/devices';
-import { type Harness, tempDir, useApp } from '../../../cns-daemon/src/testing/harness';
 import { main } from '../main';
 
-export { type Harness, tempDir };
+export { addDevice, type Harness, tempDir };
 
 /**
  * A ferryd serving on `h.config.socket`, or with `surface: 'tcp'` on a loopback port (`url`); closed when
@@ -137,13 +136,6 @@ export async function attach(
   });
   expect(put.statusCode, put.body).toBe(200);
   return a;
-}
-
-/** A delegatable device on the node, as ferryd's scan would have recorded it (the tests read no host links). */
-export function addDevice(h: Harness, mac: string, group: string, hostIfName: string): void {
-  const devices = new DeviceStore(h.db);
-  devices.upsert(mac, group, hostIfName);
-  devices.setPresence(mac, true, h.clock.now);
 }
 
 /** A delete-queue entry's text, as the shim writes it for (ferry, containerId, eth0). */

@@ -1,5 +1,5 @@
 /**
- * The delete queue (DESIGN.md "DEL (daemon down)"): one file per attachment whose DEL could not reach
+ * The delete queue (docs/architecture.md "DEL (ferryd down)"): one file per attachment whose DEL could not reach
  * ferryd, written by the shim and applied by ferryd. The file format is a boundary like any other:
  * ferryd parses every entry with this schema and sets aside what does not fit.
  */

@@ -20,7 +20,7 @@ test('out of the rule, the words name both versions and what to do', () => {
     "ferry-cni speaks API 2, ferryd API 1: ferryd is older than ferry-cni; finish rolling out the ferryd DaemonSet (each of its pods installs the ferry-cni of its own release), or install the ferry-cni of ferryd's release",
   );
   expect(apiSkewOf(1, 3)).toBe(
-    "ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the DaemonSet's init container does)",
+    "ferry-cni speaks API 1, ferryd API 3: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the ferryd container's postStart hook does)",
   );
   expect(apiSkewOf(undefined, 1)).toMatch(
     /^ferry-cni speaks API \(none stated\), ferryd API 1: .* not a ferry-cni or ferryd/,

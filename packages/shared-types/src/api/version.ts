@@ -39,5 +39,5 @@ export function apiSkewOf(shimApi: number | undefined, ferrydApi: number | undef
   if (ferrydApi < shimApi) {
     return `${pair}: ferryd is older than ferry-cni; finish rolling out the ferryd DaemonSet (each of its pods installs the ferry-cni of its own release), or install the ferry-cni of ferryd's release`;
   }
-  return `${pair}: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the DaemonSet's init container does)`;
+  return `${pair}: ferry-cni is more than one API version older than ferryd; install the ferry-cni of ferryd's release (ferryctl install --shim, as the ferryd container's postStart hook does)`;
 }

@@ -94,7 +94,7 @@ export const NetConfSchema = z.looseObject({
     'Not supported: Ferry allocates through ferryd, and a delegated IPAM is refused on ADD, CHECK and STATUS (code 2); DEL and GC still run.',
   ),
   ipMasq: z.optional(z.boolean()),
-  // Ferry's keys (DESIGN.md "Entry points").
+  // Ferry's keys (docs/architecture.md "Entry points").
   daemonSocket: doc(z.optional(absolutePath()), `ferryd's socket. Default: ${DEFAULT_SOCKET}.`),
   logFile: doc(z.optional(absolutePath()), `Where the shim logs (JSON lines). Default: ${DEFAULT_SHIM_LOG_FILE}.`),
   logLevel: doc(z.optional(z.enum(['debug', 'info', 'warn', 'error', 'silent'])), 'Default: info.'),
@@ -112,7 +112,7 @@ export const NetConfSchema = z.looseObject({
   ),
   commitJournal: doc(
     z.optional(absolutePath()),
-    `Where ADD writes its commit for ferryd (ferryd's \`commitJournal\`); ADD commits over the socket instead when the directory does not exist (a ferryd that predates the journal). Default: \`commit-journal\` next to \`deleteQueue\` (${DEFAULT_COMMIT_JOURNAL}).`,
+    `Where ADD writes its commit for ferryd (ferryd's \`commitJournal\`); ADD commits over the socket instead where the entry cannot be written (the directory is missing because no ferryd has run on the node yet, or it is read-only or full). Default: \`commit-journal\` next to \`deleteQueue\` (${DEFAULT_COMMIT_JOURNAL}).`,
   ),
   deleteQueueLimit: doc(
     z.optional(Int().check(z.minimum(1), z.maximum(1_000_000))),

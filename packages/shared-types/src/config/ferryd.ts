@@ -1,5 +1,5 @@
 /**
- * ferryd's configuration file (DESIGN.md "Entry points"), as a schema: ferryd validates its config with
+ * ferryd's configuration file (docs/architecture.md "Entry points"), as a schema: ferryd validates its config with
  * it, `ferryctl install` validates the config it renders, and docs/configuration.md is generated from it.
  * Field descriptions are the reference's text.
  */

@@ -1,9 +1,10 @@
 /**
- * The pod annotation `ferry.dev/nics`: how a pod asks for its delegated NICs (DESIGN.md "Which pods get
- * which NICs"). A JSON list, one entry per NIC, each asking for a device by exactly one of `group`, `mac`
- * or `pciAddress`, with an optional in-pod name, optional static addressing (what Azure SwiftV2's
- * per-pod object carries) and, for a secondary network's attachment, that network's name. Whoever may create a pod may write it, so everything is bounded and strict:
- * unknown keys, duplicates and the pod's primary interface name are refused, naming the entry and field.
+ * The pod annotation `ferry.dev/nics`: how a pod asks for its delegated NICs (docs/architecture.md "Which
+ * pods get which NICs"). A JSON list, one entry per NIC, each asking for a device by exactly one of
+ * `group`, `mac` or `pciAddress`, with an optional in-pod name, optional static addressing (what Azure
+ * SwiftV2's per-pod object carries) and, for a secondary network's attachment, that network's name. Whoever
+ * may create a pod may write it, so everything is bounded and strict: unknown keys, duplicates and the
+ * pod's primary interface name are refused, naming the entry and field.
  */
 import * as z from 'zod/mini';
 import { PciAddressSchema } from '../api/common';
