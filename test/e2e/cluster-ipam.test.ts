@@ -39,25 +39,55 @@ const blockNetworks =
     },
   ];
 
-/** The cluster, its API stand-in and the nodes; pods come from the API's Node objects (no podCIDRs). */
+/** A secondary network (`infraNIC: false`, Ferry as a Multus delegate) whose range is split into blocks too. */
+const STORAGE = {
+  name: 'storage',
+  infraNIC: false,
+  ipv4: { subnet: '10.250.0.0/16', blocks: { prefixLength: 28, minFree: 2 } },
+};
+/** Each node's devices for it (veth stand-ins), one per pod. */
+const STORAGE_DEVICES: TestDevice[] = [1, 2, 3, 4].map((i) => ({ name: `ens4f${i}`, mac: `02:fe:00:00:d0:0${i}` }));
+
+/**
+ * The cluster, its API stand-in and the nodes; peers come from the API's Node objects (no podCIDRs). With
+ * `secondary`, every node also has the storage network and its devices.
+ */
 async function useIpamCluster(
   t: Scope,
   routing: 'host-gw' | 'vxlan',
-  blocks: Record<string, unknown> = {},
+  opts: { secondary?: boolean } = {},
 ): Promise<{ api: KubeApi; nodes: ClusterNode[] }> {
   const { api, nodes } = await useCluster(t, {
     routing,
     nodes: 3,
     topology: routing === 'vxlan' ? 'l3' : 'l2',
     kube: { podCIDRs: false },
-    networks: blockNetworks(blocks),
+    networks: opts.secondary ? () => [...blockNetworks()(), STORAGE] : blockNetworks(),
+    ...(opts.secondary
+      ? { ferryd: { delegatedDevices: STORAGE_DEVICES.map((d) => ({ mac: d.mac, group: 'storage' })) } }
+      : {}),
   });
   if (!api) throw new Error('no API stand-in');
+  if (opts.secondary) for (const n of nodes) await useDevices(t, n.node, n.ferryd, STORAGE_DEVICES);
   return { api, nodes };
+}
+
+/** The pod's storage attachment (net1), as Multus adds a delegate: the device from the conflist's delegatedNICs. */
+async function addStorage(n: ClusterNode, pod: AddedPod): Promise<string> {
+  const r = await runShim(n.node, 'ADD', {
+    containerId: pod.containerId,
+    ifName: 'net1',
+    netns: pod.netns,
+    conf: netConf(n.ferryd, { name: 'storage', delegatedNICs: { group: 'storage', count: 1 } }),
+  });
+  if (r.exitCode !== 0) throw new Error(`ADD net1 on ${n.name}: ${r.stdout}`);
+  return ((r.json as { ips: { address: string }[] }).ips[0]?.address ?? '').split('/')[0] ?? '';
 }
 
 interface AddedPod extends Pod {
   containerId: string;
+  /** Its secondary network's address, when it has one. */
+  storage?: string;
 }
 
 /** A pod on `n` added by the real shim; the result's addresses (the shim's word; the kernel is read apart). */
@@ -85,10 +115,10 @@ async function delPod(n: ClusterNode, pod: AddedPod): Promise<void> {
   expect(r.exitCode, r.stdout).toBe(0);
 }
 
-/** The global addresses the pod's eth0 carries, as its kernel says. */
-async function kernelAddresses(pod: Pod): Promise<string[]> {
+/** The global addresses the pod's interface carries, as its kernel says. */
+async function kernelAddresses(pod: Pod, dev = 'eth0'): Promise<string[]> {
   const list: { addr_info: { local: string; scope: string }[] }[] = JSON.parse(
-    await inNetns(pod.netns, 'ip', '-j', 'addr', 'show', 'dev', 'eth0'),
+    await inNetns(pod.netns, 'ip', '-j', 'addr', 'show', 'dev', dev),
   );
   return list.flatMap((l) => l.addr_info.filter((a) => a.scope === 'global').map((a) => a.local));
 }
@@ -153,8 +183,8 @@ async function expectGranted(api: KubeApi): Promise<void> {
 }
 
 describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
-  test('pod churn on every node at once: 0 duplicate addresses cluster-wide (from the kernels); pods reach each other over blocks claimed at runtime', async (t) => {
-    const { api, nodes } = await useIpamCluster(t, routing);
+  test('pod churn on every node at once, a primary and a secondary network: 0 duplicate addresses cluster-wide (from the kernels); pods reach each other over blocks claimed at runtime', async (t) => {
+    const { api, nodes } = await useIpamCluster(t, routing, { secondary: true });
     await Promise.all(nodes.map((n) => waitSynced(n)));
     // Three rounds on every node at once: add 12, delete half, add 6 more (blocks fill, new ones are claimed).
     const live = new Map<ClusterNode, AddedPod[]>(nodes.map((n) => [n, []]));
@@ -164,6 +194,8 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
         for (let i = 0; i < 12; i++) pods.push(await addPod(t, n));
         for (const p of pods.splice(0, 6)) await delPod(n, p);
         for (let i = 0; i < 6; i++) pods.push(await addPod(t, n));
+        // Four of them also on the secondary network (one device each).
+        for (const p of pods.slice(0, 4)) p.storage = await addStorage(n, p);
       }),
     );
     const all = [...live.entries()].flatMap(([n, pods]) => pods.map((pod) => ({ on: n.name, pod })));
@@ -173,13 +205,19 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
     for (const { on, pod } of all) {
       const have = await kernelAddresses(pod);
       expect(have.sort()).toEqual([pod.ipv4, pod.ipv6].sort());
+      if (pod.storage) {
+        const net1 = await kernelAddresses(pod, 'net1');
+        expect(net1).toEqual([pod.storage]);
+        expect(pod.storage.startsWith('10.250.')).toBe(true);
+        have.push(...net1);
+      }
       for (const a of have) {
         if (seen.has(a)) duplicates.push(`${a} on ${seen.get(a)} and ${on}`);
         seen.set(a, on);
       }
     }
     expect(duplicates).toEqual([]);
-    expect(seen.size).toBe(72);
+    expect(seen.size).toBe(72 + 12);
 
     // Every node holds blocks of both ranges, and no block twice.
     const inApi = await blocksInApi(api);
@@ -195,7 +233,11 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
     }
     // Each pod's address is inside a block its own node holds.
     const report = await ferryctlBlocks(nodes[0] as ClusterNode);
-    expect(report.ranges.map((r) => `${r.network} IPv${r.family}`)).toEqual(['ferry IPv4', 'ferry IPv6']);
+    expect(report.ranges.map((r) => `${r.network} IPv${r.family}`)).toEqual([
+      'ferry IPv4',
+      'ferry IPv6',
+      'storage IPv4',
+    ]);
 
     // Routes to every other node's blocks (claimed at runtime, learned from the watch): one pod per node pings.
     await Promise.all(
@@ -211,6 +253,9 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
         ),
       ),
     );
+    // A secondary network's blocks are not routed: its pods sit on their devices' own segment.
+    for (const n of nodes)
+      expect(await inNetns(n.node, 'ip', '-4', 'route', 'show', 'proto', '117')).not.toContain('10.250.');
     await everyPodPingsEveryOther(nodes.map((n) => ({ on: n.name, pod: live.get(n)?.[0] as Pod })));
   });
 });
