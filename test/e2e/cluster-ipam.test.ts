@@ -440,6 +440,21 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
   );
   expect(report.ranges[0]?.conflicts.join('\n')).toMatch(new RegExp(`${over.replace(/\./g, '\\.')} overlaps block`));
   expect(report.ranges[0]?.conflicts.join('\n')).toMatch(/10\.9\.0\.0\/28 is not inside the range 10\.244\.0\.0\/16/);
+  // node-2 says so on the objects too: their Valid condition.
+  const conditionOf = async (name: string) => {
+    const o = await api.getObject({ apiVersion: IPAM_API, kind: 'IPBlock', name });
+    return (
+      o?.status as { conditions?: { type: string; status: string; reason: string }[] } | undefined
+    )?.conditions?.find((c) => c.type === 'Valid');
+  };
+  await eventually(
+    'the Valid conditions written',
+    async () => [
+      await conditionOf(`ferry.v4.${over.replace(/[./]/g, '-')}`),
+      await conditionOf('ferry.v4.10-9-0-0-28'),
+    ],
+    (c) => c[0]?.reason === 'Overlap' && c[1]?.reason === 'OutsideRange',
+  );
   const doctor = await ferryctl(n2.ferryd, 'doctor', '--json');
   expect(doctor.exitCode).toBe(1);
   expect(doctor.stdout).toContain('block-conflict');

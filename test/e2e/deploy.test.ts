@@ -107,6 +107,7 @@ test('the RBAC is least privilege: read nodes (get, list, watch); read and patch
       name: 'ferry-cluster-ipam',
       rules: [
         { apiGroups: ['ferry.dev'], resources: ['ipblocks'], verbs: ipamVerbs },
+        { apiGroups: ['ferry.dev'], resources: ['ipblocks/status'], verbs: ['update'] },
         { apiGroups: ['ferry.dev'], resources: ['ipclaims'], verbs: ipamVerbs },
         { apiGroups: ['ferry.dev'], resources: ['ipranges'], verbs: ['get', 'create', 'patch'] },
         { apiGroups: ['ferry.dev'], resources: ['ipranges/status'], verbs: ['update'] },

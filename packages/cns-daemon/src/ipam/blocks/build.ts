@@ -68,7 +68,7 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
   const cache = api.blockCache(log);
   const view = kubeBlockView(cache);
   const metrics = blockMetrics();
-  const ports = kubeIpamPorts(api, kc, opts.nodeName);
+  const ports = kubeIpamPorts(api, kc, opts.nodeName, cache);
   const claims = new StaticClaims({
     nodeName: opts.nodeName,
     api: ports.claims,

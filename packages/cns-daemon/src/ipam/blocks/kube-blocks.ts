@@ -3,14 +3,20 @@
  * (kube/ipam-api.ts), and this node's Node object, whose uid every block it claims carries as owner (the
  * garbage collector marks the node's blocks when it goes; the reclaimer frees them once its pods are).
  */
-import type { IPBlock, IPClaim } from '@ferry/shared-types/kube/ipam';
+import {
+  BlockCondition,
+  type Condition,
+  type IPBlock,
+  type IPBlockStatus,
+  type IPClaim,
+} from '@ferry/shared-types/kube/ipam';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { KubeApiError, toKubeApiError } from '../../kube/api-error';
 import { callOptions } from '../../kube/connection';
 import type { IpamApi } from '../../kube/ipam-api';
 import type { ObjectCache } from '../../kube/object-cache';
 import type { ClaimApi, ClusterClaim } from '../claims/static-claims';
-import type { BlockApi, BlockView, ClusterBlock } from './ports';
+import type { BlockApi, BlockStatusWrite, BlockView, ClusterBlock } from './ports';
 
 const NODE_GET_TIMEOUT_MS = 10_000;
 
@@ -27,7 +33,12 @@ export function clusterBlockOf(b: IPBlock): ClusterBlock {
 }
 
 /** Blocks and static-address claims through IpamApi; the Node's uid is read once, at the first claim. */
-export function kubeIpamPorts(api: IpamApi, kc: KubeConfig, nodeName: string): { blocks: BlockApi; claims: ClaimApi } {
+export function kubeIpamPorts(
+  api: IpamApi,
+  kc: KubeConfig,
+  nodeName: string,
+  cache: ObjectCache<IPBlock>,
+): { blocks: BlockApi; claims: ClaimApi } {
   const core = kc.makeApiClient(CoreV1Api);
   let nodeUid: Promise<string> | undefined;
   const uidOfNode = async (): Promise<string> => {
@@ -56,6 +67,16 @@ export function kubeIpamPorts(api: IpamApi, kc: KubeConfig, nodeName: string): {
           : { exists: r.exists && clusterBlockOf(r.exists) };
       },
       releaseBlock: (block) => api.releaseBlock(meta(block)),
+      async writeStatus(block, status) {
+        const current = cache.get(block.name);
+        if (!current || current.metadata.uid !== block.uid) return;
+        try {
+          await api.updateBlockStatus(current, statusOf(current, status, new Date().toISOString()));
+        } catch (err) {
+          // Another writer in between: the next pass writes again, from the object as it is then.
+          if (!KubeApiError.is(err) || err.kind !== 'conflict') throw err;
+        }
+      },
     },
     claims: {
       async createClaim(spec) {
@@ -66,6 +87,26 @@ export function kubeIpamPorts(api: IpamApi, kc: KubeConfig, nodeName: string): {
       },
       deleteClaim: (claim) => api.deleteClaim(meta(claim)),
     },
+  };
+}
+
+/** The block's status with `write` in it: the Valid condition replaced (its transition time kept when unchanged). */
+function statusOf(block: IPBlock, write: BlockStatusWrite, nowIso: string): IPBlockStatus {
+  const conditions = block.status?.conditions ?? [];
+  const status = write.valid.isValid ? 'True' : 'False';
+  const before = conditions.find((c) => c.type === BlockCondition.Valid);
+  const valid: Condition = {
+    type: BlockCondition.Valid,
+    status,
+    reason: write.valid.reason,
+    message: write.valid.message,
+    lastTransitionTime: before?.status === status ? before.lastTransitionTime : nowIso,
+    ...(block.metadata.generation !== undefined ? { observedGeneration: block.metadata.generation } : {}),
+  };
+  return {
+    assigned: write.assigned,
+    ...(block.metadata.generation !== undefined ? { observedGeneration: block.metadata.generation } : {}),
+    conditions: [...conditions.filter((c) => c.type !== BlockCondition.Valid), valid],
   };
 }
 

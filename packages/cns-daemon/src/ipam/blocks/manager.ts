@@ -40,6 +40,8 @@ import { judgeBlocks, type ValidityRules, type Verdict } from './validity';
 const DEFAULT_TICK_MS = 1000;
 /** Back-off after the API server failed a claim or a release. */
 const API_BACKOFF = { initialMs: 250, maxMs: 10_000 };
+/** A block's status is written when its validity changes, and its count at most this often (throttled). */
+const STATUS_EVERY_MS = 10_000;
 /** Candidates asked for beyond the claims wanted, so a few 409s do not need another search. */
 const SPARE_CANDIDATES = 4;
 
@@ -101,6 +103,8 @@ export class BlockManager {
   #verdicts = new Map<string, Verdict>();
   /** The view changed since the verdicts were made. */
   #isJudged = false;
+  /** What was last written to each of this node's blocks' status, by name. */
+  readonly #written = new Map<string, { assigned: number; valid: string; atMs: number }>();
   #running: Promise<void> | undefined;
   #again = false;
   #timer: NodeJS.Timeout | undefined;
@@ -303,6 +307,49 @@ export class BlockManager {
       }
       this.#wakeWaiters(p);
     }
+    if (view.hasSynced()) await this.#writeStatuses();
+  }
+
+  /**
+   * The status of every IPBlock naming this node: `assigned` (throttled) and the `Valid` condition, so
+   * `kubectl get ipblocks` says what ferryd thinks of each. A failure waits for the next pass.
+   */
+  async #writeStatuses(): Promise<void> {
+    const { view, nodeName, pools, api, log } = this.#deps;
+    const nowMs = this.#deps.now();
+    const mine = view.blocks().filter((b) => b.node === nodeName);
+    for (const b of mine) {
+      const verdict = this.verdicts().get(b.name);
+      if (!verdict) continue;
+      const p = this.#pools.get(keyOf(b.network, b.family));
+      const spec = p && this.#specOf(p);
+      const assigned =
+        verdict.isValid && p && spec
+          ? pools.countHeld(
+              p.poolId,
+              offsetHex(spec, verdict.cidr.base),
+              offsetHex(spec, lastOf(verdict.cidr)),
+              Number.MAX_SAFE_INTEGER,
+            )
+          : 0;
+      const valid = verdict.isValid
+        ? { isValid: true, reason: 'Valid', message: `a block of ${spec?.subnetText ?? b.network} held by ${nodeName}` }
+        : { isValid: false, reason: verdict.reason, message: verdict.message };
+      const key = `${valid.isValid}/${valid.reason}`;
+      const last = this.#written.get(b.name);
+      const isDue = !last || last.valid !== key || (last.assigned !== assigned && nowMs - last.atMs >= STATUS_EVERY_MS);
+      if (!isDue) continue;
+      try {
+        await api.writeStatus(b, { assigned, valid });
+        this.#written.set(b.name, { assigned, valid: key, atMs: nowMs });
+      } catch (err) {
+        log.debug(
+          { block: b.name, problem: describeApiError(err) },
+          'block status not written; the next pass tries again',
+        );
+      }
+    }
+    for (const name of this.#written.keys()) if (!mine.some((b) => b.name === name)) this.#written.delete(name);
   }
 
   #specOfOrNone(network: string, family: Family): PoolSpec | undefined {

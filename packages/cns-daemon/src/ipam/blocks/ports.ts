@@ -28,11 +28,19 @@ export interface BlockClaim {
 /** A call the API server did not answer, or answered with an error that may heal: try again later. */
 export type ClaimOutcome = { created: ClusterBlock } | { exists: ClusterBlock | undefined };
 
+/** What the holder writes to its block's status: how many addresses are assigned, and whether it is Valid. */
+export interface BlockStatusWrite {
+  assigned: number;
+  valid: { isValid: boolean; reason: string; message: string };
+}
+
 export interface BlockApi {
   /** Create-if-absent: 201 → created; 409 AlreadyExists → exists (the object, when a GET found it). */
   createBlock(claim: BlockClaim): Promise<ClaimOutcome>;
   /** Deletes the block (uid precondition) and removes the finalizer; 'conflict': it is not the one we hold. */
   releaseBlock(block: ClusterBlock): Promise<'released' | 'gone' | 'conflict'>;
+  /** Writes the block's status at the resourceVersion last seen; a stale one is skipped (the next pass writes). */
+  writeStatus(block: ClusterBlock, status: BlockStatusWrite): Promise<void>;
 }
 
 /** The informer's view of every IPBlock. */

@@ -4,7 +4,7 @@
  * and an `isAway` switch for the API server being unreachable. The real stand-in (test/fixtures/
  * kube-api-server.mjs) is what the e2e tests use.
  */
-import type { BlockApi, BlockClaim, BlockView, ClaimOutcome, ClusterBlock } from './ports';
+import type { BlockApi, BlockClaim, BlockStatusWrite, BlockView, ClaimOutcome, ClusterBlock } from './ports';
 
 export const fakeNameOf = (network: string, family: 4 | 6, cidr: string) =>
   `${network}.v${family}.${cidr.replace(/[.:/]/g, '-')}`;
@@ -15,6 +15,8 @@ export class FakeBlockCluster {
   isAway = false;
   isSynced = true;
   creates = 0;
+  /** The last status each block's holder wrote. */
+  readonly statuses = new Map<string, BlockStatusWrite>();
   #uid = 0;
 
   /** The view one node's informer has (all nodes share one here: events are delivered at once). */
@@ -41,6 +43,11 @@ export class FakeBlockCluster {
         this.objects.set(name, created);
         this.#changed();
         return { created };
+      },
+      writeStatus: async (block, status) => {
+        await Promise.resolve();
+        if (this.isAway) throw new Error('connect ECONNREFUSED');
+        if (this.objects.get(block.name)?.uid === block.uid) this.statuses.set(block.name, status);
       },
       releaseBlock: async (block: ClusterBlock) => {
         await Promise.resolve();
