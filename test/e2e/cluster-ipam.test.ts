@@ -9,11 +9,11 @@
 import { rmSync } from 'node:fs';
 import type { BlocksReport } from '@ferry/shared-types/api/blocks';
 import { describe, expect, test } from 'vitest';
-import { type ClusterNode, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
+import { type ClusterNode, everyPodPingsEveryOther, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
-import { linkNames, ping } from '../fixtures/kernel';
+import { linkNames } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject } from '../fixtures/kube-api';
 import { inNetns, useNetns } from '../fixtures/netns';
 import { podCniArgs } from '../fixtures/network-status';
@@ -155,20 +155,6 @@ async function eventually<T>(
     last = await read();
   }
   return last;
-}
-
-async function everyPodPingsEveryOther(pods: { on: string; pod: Pod }[]): Promise<void> {
-  const pairs = pods.flatMap((a) => pods.filter((b) => b.on !== a.on).map((b) => [a, b] as const));
-  const results = await Promise.all(
-    pairs.flatMap(([a, b]) =>
-      ([4, 6] as const).map(async (family) => ({
-        what: `${a.on} → ${b.on} IPv${family}`,
-        ok: await ping(a.pod.netns, family === 4 ? b.pod.ipv4 : b.pod.ipv6),
-      })),
-    ),
-  );
-  expect(results.filter((r) => !r.ok).map((r) => r.what)).toEqual([]);
-  expect(results.length).toBe(pairs.length * 2);
 }
 
 /**

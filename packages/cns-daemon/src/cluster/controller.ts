@@ -8,6 +8,7 @@
 import type { Ip, Netns } from '@ferry/net';
 import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
+import { CoalescedRun } from '../coalesced-run';
 import { canonicalAddress, type Family, familyOf } from '../ipam/cidr';
 import { changeCount, diff, diffTouched } from './diff';
 import type { EgressStep } from './egress';
@@ -65,8 +66,12 @@ export class ClusterController {
   #deviceChecked = false;
   /** What the kernel refused, by kind and key, until a later change of that entry succeeds. */
   readonly #refused = new Map<string, Refused>();
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #syncs = new CoalescedRun(
+    async () => {
+      if (this.#peers !== undefined) await this.#syncOnce(this.#peers);
+    },
+    () => this.#stopped,
+  );
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #local: LocalEnd | undefined;
@@ -144,32 +149,17 @@ export class ClusterController {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     await this.#deps.source.stop();
-    await this.#running;
+    await this.#syncs.idle();
   }
 
   /** Resolves when no sync is running or asked for (tests and benches wait for a view to land). */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+  idle(): Promise<void> {
+    return this.#syncs.idle();
   }
 
   /** Starts a sync, or asks the running one to go again; resolves when the node is in step. */
   syncSoon(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          if (this.#stopped || this.#peers === undefined) break;
-          await this.#syncOnce(this.#peers);
-        } while (this.#again);
-      } finally {
-        this.#running = undefined;
-      }
-    })();
-    return this.#running;
+    return this.#syncs.run();
   }
 
   async #syncOnce(peers: readonly Peer[]): Promise<void> {

@@ -21,6 +21,7 @@
 import type { BlockRange } from '@ferry/shared-types/api/blocks';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import type { Logger } from 'pino';
+import { CoalescedRun } from '../../coalesced-run';
 import { backoffDelayMs } from '../../kube/backoff';
 import { describeApiError } from '../../kube/connection';
 import type { BlockStore } from '../../store/blocks';
@@ -105,8 +106,10 @@ export class BlockManager {
   #isJudged = false;
   /** What was last written to each of this node's blocks' status, by name. */
   readonly #written = new Map<string, { assigned: number; valid: string; atMs: number }>();
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #passes = new CoalescedRun(
+    () => this.#pass(),
+    () => this.#stopped,
+  );
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -157,7 +160,7 @@ export class BlockManager {
     this.#stopped = true;
     clearInterval(this.#timer);
     for (const w of this.#waiters) this.#settle(w, 'timeout');
-    await this.#running;
+    await this.#passes.idle();
   }
 
   /** `listener` runs after every change of the blocks IPAM hands out of (a claim, a release, re-learning). */
@@ -180,22 +183,7 @@ export class BlockManager {
 
   /** Starts a pass, or asks the running one to go again; resolves when no pass is due. */
   runSoon(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          if (this.#stopped) break;
-          await this.#pass();
-        } while (this.#again);
-      } finally {
-        this.#running = undefined;
-      }
-    })();
-    return this.#running;
+    return this.#passes.run();
   }
 
   /**
