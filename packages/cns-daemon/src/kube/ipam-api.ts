@@ -94,16 +94,7 @@ export class IpamApi {
    * is not a canonical block; KubeApiError for anything but 201 and 409 AlreadyExists.
    */
   createBlock(spec: IPBlockSpec, nodeUid: string): Promise<CreateOutcome<IPBlock>> {
-    const name = blockNameOf(spec.network, spec.family, spec.cidr);
-    return createIfAbsent(this.#blocks, {
-      metadata: {
-        name,
-        labels: { [NODE_LABEL]: spec.node, [NETWORK_LABEL]: spec.network },
-        ownerReferences: [nodeOwnerReference(spec.node, nodeUid)],
-        finalizers: [ADDRESSES_RELEASED_FINALIZER],
-      },
-      spec,
-    });
+    return createIfAbsent(this.#blocks, heldObject(blockNameOf(spec.network, spec.family, spec.cidr), spec, nodeUid));
   }
 
   getBlock(name: string): Promise<IPBlock | undefined> {
@@ -132,15 +123,7 @@ export class IpamApi {
    * while the pod may still hold the address). RangeError for a spec.address that is not an address.
    */
   createClaim(spec: IPClaimSpec, nodeUid: string): Promise<CreateOutcome<IPClaim>> {
-    return createIfAbsent(this.#claims, {
-      metadata: {
-        name: claimNameOf(spec.address),
-        labels: { [NODE_LABEL]: spec.node, [NETWORK_LABEL]: spec.network },
-        ownerReferences: [nodeOwnerReference(spec.node, nodeUid)],
-        finalizers: [ADDRESSES_RELEASED_FINALIZER],
-      },
-      spec,
-    });
+    return createIfAbsent(this.#claims, heldObject(claimNameOf(spec.address), spec, nodeUid));
   }
 
   getClaim(name: string): Promise<IPClaim | undefined> {
@@ -220,6 +203,19 @@ export class IpamApi {
       ...(backoff ? { backoff } : {}),
     });
   }
+}
+
+/** A node's block or claim: labelled with node and network, owned by the Node, held by the finalizer. */
+function heldObject(name: string, spec: { node: string; network: string }, nodeUid: string): NewObject {
+  return {
+    metadata: {
+      name,
+      labels: { [NODE_LABEL]: spec.node, [NETWORK_LABEL]: spec.network },
+      ownerReferences: [nodeOwnerReference(spec.node, nodeUid)],
+      finalizers: [ADDRESSES_RELEASED_FINALIZER],
+    },
+    spec,
+  };
 }
 
 /** POST; on 409 AlreadyExists a GET of the holder's object (undefined when it went in between). */
