@@ -6,14 +6,14 @@
  * blocks claimed at runtime (host-gw and VXLAN); the API server stopped, ADDs go on from the blocks held;
  * a database lost, the blocks and live addresses are learned again; a block edited by hand is refused.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { BlocksReport } from '@ferry/shared-types/api/blocks';
 import { describe, expect, test } from 'vitest';
 import { type ClusterNode, everyPodPingsEveryOther, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useDevices } from '../fixtures/device';
 import { ferryctl } from '../fixtures/ferryctl';
-import { linkNames } from '../fixtures/kernel';
+import { linkNames, ping } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject } from '../fixtures/kube-api';
 import { inNetns, useNetns } from '../fixtures/netns';
 import { podCniArgs } from '../fixtures/network-status';
@@ -566,4 +566,48 @@ test('an ADD whose node needs a block first waits for the claim and succeeds; th
   console.log(
     `ADD (shim exec to result) needing a claim: ${timed[0]?.ms.toFixed(0)} ms and ${timed[15]?.ms.toFixed(0)} ms; with room: p50 ${withRoom[7]?.toFixed(0)} ms`,
   );
+});
+
+test('a running node moved from its podCIDRs to cluster IPAM keeps its pods’ addresses: the pool is re-based and the blocks under them claimed first', async (t) => {
+  // Both nodes start as deploy/ installs them today: the pool is the Node's spec.podCIDRs.
+  const { api, nodes } = await useCluster(t, {
+    routing: 'host-gw',
+    nodes: 2,
+    topology: 'l2',
+    kube: { podCIDRs: true },
+  });
+  if (!api) throw new Error('no API stand-in');
+  const [n1, n2] = nodes as [ClusterNode, ClusterNode];
+  const before = [await addPod(t, n1), await addPod(t, n1)];
+  const other = await addPod(t, n2);
+  const addresses = before.flatMap((p) => [p.ipv4, p.ipv6]);
+  expect(addresses.filter((a) => a.startsWith('10.244.1.') || a.startsWith('fd00:10:244:1:'))).toHaveLength(4);
+
+  // node-1's ferryd restarts with the cluster's ranges in blocks (docs/runbook.md's migration, one node).
+  await n1.ferryd.stop();
+  const config = JSON.parse(readFileSync(n1.ferryd.configPath, 'utf8'));
+  config.networks = blockNetworks()();
+  writeFileSync(n1.ferryd.configPath, JSON.stringify(config, null, 2));
+  await n1.ferryd.start();
+  // The live addresses are kept, and the blocks under them are the first node-1 claims.
+  for (const p of before) expect((await kernelAddresses(p)).sort()).toEqual([p.ipv4, p.ipv6].sort());
+  const live = await n1.ferryd.assignedAddresses();
+  for (const a of addresses) expect(live).toContain(a);
+  const held = await eventually(
+    'node-1 holds the blocks under its live pods',
+    () => heldBy(n1),
+    (h) => h.includes('10.244.1.0/28 held') && h.includes('fd00:10:244:1::/124 held'),
+  );
+  // While its Node still has spec.podCIDRs, node-1 claims its new blocks inside them: a node not moved yet
+  // (node-2) routes only the /24, and reaches every pod of node-1, old and new.
+  const more = [];
+  for (let i = 0; i < 20; i++) more.push(await addPod(t, n1));
+  const now = await heldBy(n1);
+  expect(now.filter((b) => b.startsWith('10.244.')).length).toBeGreaterThan(1);
+  expect(now.filter((b) => b.startsWith('10.244.')).every((b) => b.startsWith('10.244.1.'))).toBe(true);
+  expect(now.filter((b) => b.startsWith('fd00:')).every((b) => b.startsWith('fd00:10:244:1:'))).toBe(true);
+  for (const p of more) expect(addresses).not.toContain(p.ipv4);
+  expect(held.length).toBeGreaterThan(0);
+  for (const p of [...before, ...more.slice(-2)]) expect(await ping(other.netns, p.ipv4), p.ipv4).toBe(true);
+  expect((await blocksInApi(api)).every((b) => b.startsWith('node-1 '))).toBe(true);
 });

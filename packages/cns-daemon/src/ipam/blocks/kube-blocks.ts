@@ -40,22 +40,23 @@ export function kubeIpamPorts(
   cache: ObjectCache<IPBlock>,
 ): { blocks: BlockApi; claims: ClaimApi } {
   const core = kc.makeApiClient(CoreV1Api);
-  let nodeUid: Promise<string> | undefined;
-  const uidOfNode = async (): Promise<string> => {
+  let node: Promise<{ uid: string; podCIDRs: string[] }> | undefined;
+  const readOwnNode = async () => {
     try {
-      const node = await core.readNode({ name: nodeName }, callOptions({ timeoutMs: NODE_GET_TIMEOUT_MS }));
-      const uid = node.metadata?.uid;
+      const n = await core.readNode({ name: nodeName }, callOptions({ timeoutMs: NODE_GET_TIMEOUT_MS }));
+      const uid = n.metadata?.uid;
       if (!uid) throw new KubeApiError('invalid', `get node ${nodeName}: the API server sent no uid`);
-      return uid;
+      return { uid, podCIDRs: n.spec?.podCIDRs ?? (n.spec?.podCIDR ? [n.spec.podCIDR] : []) };
     } catch (err) {
-      nodeUid = undefined;
+      node = undefined;
       throw KubeApiError.is(err) ? err : toKubeApiError(err, `get node ${nodeName}`);
     }
   };
-  const uid = () => {
-    nodeUid ??= uidOfNode();
-    return nodeUid;
+  const ownNode = () => {
+    node ??= readOwnNode();
+    return node;
   };
+  const uid = async () => (await ownNode()).uid;
   // A release names the object by name and uid only (the delete's precondition).
   const meta = (o: { name: string; uid: string }) => ({ metadata: { name: o.name, uid: o.uid, resourceVersion: '' } });
   return {
@@ -67,6 +68,7 @@ export function kubeIpamPorts(
           : { exists: r.exists && clusterBlockOf(r.exists) };
       },
       releaseBlock: (block) => api.releaseBlock(meta(block)),
+      ownPodCIDRs: async () => (await ownNode()).podCIDRs,
       async writeStatus(block, status) {
         const current = cache.get(block.name);
         if (!current || current.metadata.uid !== block.uid) return;

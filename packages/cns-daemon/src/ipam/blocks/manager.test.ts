@@ -280,3 +280,13 @@ test('a block edited by hand that names this node but is not valid is never hand
       .join('\n'),
   ).toMatch(/10\.9\.1\.0\/28 is not inside the range 10\.9\.0\.0\/24/);
 });
+
+test('while its Node has spec.podCIDRs (a migration), a node claims its new blocks inside them first', async (t) => {
+  const cluster = new FakeBlockCluster();
+  cluster.podCIDRs = ['10.9.0.64/26'];
+  const n = useNode(t, cluster, 'node-a', { minFree: 40, maxFree: 60 });
+  await n.manager.runSoon();
+  // 40 free wanted, 15 a block: 3 blocks, and the /26 has room for 4.
+  expect(n.held().sort()).toHaveLength(3);
+  for (const b of n.held()) expect(['10.9.0.64/28', '10.9.0.80/28', '10.9.0.96/28', '10.9.0.112/28']).toContain(b);
+});

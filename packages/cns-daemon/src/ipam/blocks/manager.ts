@@ -515,12 +515,24 @@ export class BlockManager {
   }
 
   async #claimNew(p: PoolState, spec: PoolSpec, count: number): Promise<void> {
-    const candidates = findFreeBlocks({
-      spec,
-      taken: this.#takenCidrs(p),
-      seed: this.#seedOf(p),
-      count: count + SPARE_CANDIDATES,
-    });
+    const taken = this.#takenCidrs(p);
+    const wanted = count + SPARE_CANDIDATES;
+    // Inside the Node's own spec.podCIDRs first (a migration: the nodes not moved yet route only those).
+    const own = (await this.#deps.api.ownPodCIDRs())
+      .map(parseCidr)
+      .filter((c) => c.family === p.family && contains(spec.subnet, c.base) && c.prefix <= (spec.blocks?.prefix ?? 0));
+    const inOwn = own.flatMap((c) =>
+      findFreeBlocks({ spec: { ...spec, subnet: c }, taken, seed: this.#seedOf(p), count: wanted }),
+    );
+    const candidates = [
+      ...inOwn,
+      ...findFreeBlocks({
+        spec,
+        taken: [...taken, ...inOwn],
+        seed: this.#seedOf(p),
+        count: Math.max(0, wanted - inOwn.length),
+      }),
+    ];
     let claimed = 0;
     for (const c of candidates) {
       if (claimed >= count) break;

@@ -39,6 +39,11 @@ export interface BlockApi {
   createBlock(claim: BlockClaim): Promise<ClaimOutcome>;
   /** Deletes the block (uid precondition) and removes the finalizer; 'conflict': it is not the one we hold. */
   releaseBlock(block: ClusterBlock): Promise<'released' | 'gone' | 'conflict'>;
+  /**
+   * This node's Node's spec.podCIDRs (read once): while a cluster moves from podCIDRs to blocks, the node's
+   * new blocks are claimed inside them first, where the nodes not moved yet route.
+   */
+  ownPodCIDRs(): Promise<readonly string[]>;
   /** Writes the block's status at the resourceVersion last seen; a stale one is skipped (the next pass writes). */
   writeStatus(block: ClusterBlock, status: BlockStatusWrite): Promise<void>;
 }

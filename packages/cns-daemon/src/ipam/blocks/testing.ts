@@ -13,6 +13,8 @@ export class FakeBlockCluster {
   readonly objects = new Map<string, ClusterBlock>();
   readonly #listeners = new Set<() => void>();
   isAway = false;
+  /** The Node's spec.podCIDRs every node of this fake has. */
+  podCIDRs: string[] = [];
   isSynced = true;
   creates = 0;
   /** The last status each block's holder wrote. */
@@ -44,6 +46,7 @@ export class FakeBlockCluster {
         this.#changed();
         return { created };
       },
+      ownPodCIDRs: async () => this.podCIDRs,
       writeStatus: async (block, status) => {
         await Promise.resolve();
         if (this.isAway) throw new Error('connect ECONNREFUSED');
