@@ -123,6 +123,14 @@ async function kernelAddresses(pod: Pod, dev = 'eth0'): Promise<string[]> {
   return list.flatMap((l) => l.addr_info.filter((a) => a.scope === 'global').map((a) => a.local));
 }
 
+/** Every global address in the pod's namespace, whatever the interface, as its kernel says. */
+async function addressesIn(netns: Pod['netns']): Promise<string[]> {
+  const list: { addr_info: { local: string; scope: string }[] }[] = JSON.parse(
+    await inNetns(netns, 'ip', '-j', 'addr'),
+  );
+  return list.flatMap((l) => l.addr_info.filter((a) => a.scope === 'global').map((a) => a.local));
+}
+
 /** The IPBlocks in the API server, as `node cidr`. */
 async function blocksInApi(api: KubeApi): Promise<string[]> {
   const list = await api.listObjects(IPAM_API, 'IPBlock');
@@ -458,7 +466,7 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
 });
 
 describe('static addresses', () => {
-  const FE: TestDevice = { name: 'ens1f0', mac: '02:fe:00:00:a0:01' };
+  const FE: TestDevice[] = [1, 2, 3].map((i) => ({ name: `ens1f${i}`, mac: `02:fe:00:00:a0:0${i}` }));
   const TENANCY = {
     deviceGroups: [{ group: 'frontend', namespaces: ['team-a', 'team-b'] }],
     staticAddresses: [
@@ -468,18 +476,18 @@ describe('static addresses', () => {
   };
   const nics = (addresses: string[]) => ({ 'ferry.dev/nics': JSON.stringify([{ group: 'frontend', addresses }]) });
 
-  test('claimed cluster-wide: the same address on another node is refused naming the owner pod and node, and given once its pod is gone; another tenant’s or a block’s address is refused and nothing is claimed', async (t) => {
+  test('claimed cluster-wide: the same address on another node is refused naming the owner pod and node, two nodes racing for one get it once, and it is given once its pod is gone; another tenant’s or a block’s address is refused and nothing is claimed', async (t) => {
     const { api, nodes } = await useCluster(t, {
       routing: 'host-gw',
       nodes: 2,
       topology: 'l2',
       kube: { podCIDRs: false, pods: true },
       networks: blockNetworks(),
-      ferryd: { delegatedDevices: [{ mac: FE.mac, group: 'frontend' }], tenancy: TENANCY },
+      ferryd: { delegatedDevices: FE.map((d) => ({ mac: d.mac, group: 'frontend' })), tenancy: TENANCY },
     });
     if (!api) throw new Error('no API stand-in');
     const [n1, n2] = nodes as [ClusterNode, ClusterNode];
-    for (const n of nodes) await useDevices(t, n.node, n.ferryd, [FE]);
+    for (const n of nodes) await useDevices(t, n.node, n.ferryd, FE);
     const add = async (n: ClusterNode, namespace: string, name: string, addresses: string[]) => {
       const { uid } = await api.putPod(podObject(namespace, name, n.name, nics(addresses)));
       const netns = await useNetns(t, 'pod');
@@ -528,14 +536,32 @@ describe('static addresses', () => {
     }
     expect(await claims()).toEqual(['198.51.100.5 web-1 node-1']);
 
+    // Pods on both nodes asking for one address at once: exactly one gets it, from its kernel's word.
+    const race = await Promise.all([
+      add(n1, 'team-b', 'db-1', ['198.51.100.21/28']),
+      add(n2, 'team-b', 'db-2', ['198.51.100.21/28']),
+    ]);
+    expect(race.map((r) => r.add.exitCode === 0).sort()).toEqual([false, true]);
+    const loser = race.find((r) => r.add.exitCode !== 0);
+    expect(loser?.add.json).toMatchObject({
+      code: 116,
+      msg: expect.stringMatching(/198\.51\.100\.21 is held by pod team-b\/db-[12] on node node-[12]/),
+    });
+    const holders = [];
+    for (const r of race) {
+      const inPod = await addressesIn(r.call.netns);
+      if (inPod.includes('198.51.100.21')) holders.push(r);
+    }
+    expect(holders).toHaveLength(1);
+
     // web-1 deleted (DEL, then its Pod): the claim goes, and web-2's next ADD gets the address.
     const del = await runShim(n1.node, 'DEL', first.call);
     expect(del.exitCode, del.stdout).toBe(0);
     await api.deletePod('team-a', 'web-1');
-    await eventually('the claim given back', claims, (c) => c.length === 0);
+    await eventually('the claim given back', claims, (c) => !c.some((x) => x.startsWith('198.51.100.5 ')));
     const retry = await runShim(n2.node, 'ADD', second.call);
     expect(retry.exitCode, retry.stdout).toBe(0);
-    expect(await claims()).toEqual(['198.51.100.5 web-2 node-2']);
+    expect((await claims()).filter((c) => c.startsWith('198.51.100.5 '))).toEqual(['198.51.100.5 web-2 node-2']);
     await expectGranted(api);
   });
 });
