@@ -449,6 +449,11 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
     ],
     (c) => c[0]?.reason === 'Overlap' && c[1]?.reason === 'OutsideRange',
   );
+  // ferryctl blocks, as an operator reads it: the table, then the conflicts, exit 1.
+  const text = await ferryctl(n2.ferryd, 'blocks');
+  expect(text.exitCode).toBe(1);
+  expect(text.stdout).toMatch(/NETWORK +FAMILY +RANGE +BLOCK +HELD +FREE +PENDING +CLUSTER +STATE/);
+  expect(text.stdout).toMatch(/conflicts:\n {2}IPBlock ferry\.v4\./);
   const doctor = await ferryctl(n2.ferryd, 'doctor', '--json');
   expect(doctor.exitCode).toBe(1);
   expect(doctor.stdout).toContain('block-conflict');
