@@ -642,3 +642,57 @@ test('a running node moved from its podCIDRs to cluster IPAM keeps its pods’ a
   for (const p of [...before, ...more.slice(-2)]) expect(await ping(other.netns, p.ipv4), p.ipv4).toBe(true);
   expect((await blocksInApi(api)).every((b) => b.startsWith('node-1 '))).toBe(true);
 });
+
+test('capacity ahead of demand from the pod watch: pods bound to the node claim blocks before their ADDs arrive', async (t) => {
+  const { api, nodes } = await useCluster(t, {
+    routing: 'host-gw',
+    nodes: 1,
+    topology: 'l2',
+    kube: { podCIDRs: false, pods: true },
+    networks: () => [
+      { name: 'ferry', ipv4: { subnet: RANGE4, blocks: { prefixLength: 28, minFree: 2, maxFree: 20 } } },
+    ],
+  });
+  if (!api) throw new Error('no API stand-in');
+  const [n] = nodes as [ClusterNode];
+  const first = await eventually(
+    'one block ahead of any pod',
+    () => heldBy(n),
+    (h) => h.length === 1,
+  );
+  expect(first).toHaveLength(1);
+  // 40 pods scheduled onto the node (a Deployment scaled up), none of them added yet: 40 + minFree 2 in /28
+  // blocks of 15 is 3 blocks, claimed in one batch, before the first of their ADDs.
+  for (let i = 0; i < 40; i++) await api.putPod(podObject('default', `web-${i}`, n.name));
+  const held = await eventually(
+    'blocks for the pods on their way',
+    () => heldBy(n),
+    (h) => h.length >= 3,
+  );
+  expect(held.length).toBeGreaterThanOrEqual(3);
+  const status = (await ferryctlBlocks(n)).ranges[0];
+  expect(status?.pending).toBe(40);
+  // A host-network pod is no demand, and a pod added is no longer on its way: once the watch holds the
+  // host-network pod, one pod's ADD takes pending from 40 to 39, never to 40 again.
+  const hostPod = podObject('default', 'host-1', n.name);
+  await api.putPod({ ...hostPod, spec: { ...hostPod.spec, hostNetwork: true } });
+  await eventually(
+    'the watch holds host-1',
+    async () => (await ferryctl(n.ferryd, 'pods', '--json')).stdout,
+    (out) => out.includes('"host-1"'),
+  );
+  const web0 = await api.getPod('default', 'web-0');
+  const r = await runShim(n.node, 'ADD', {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns: await useNetns(t, 'pod'),
+    conf: netConf(n.ferryd),
+    cniArgs: podCniArgs('default', 'web-0', web0?.metadata.uid ?? ''),
+  });
+  expect(r.exitCode, r.stdout).toBe(0);
+  await eventually(
+    'pending after one ADD',
+    async () => (await ferryctlBlocks(n)).ranges[0]?.pending,
+    (p) => p === 39,
+  );
+});
