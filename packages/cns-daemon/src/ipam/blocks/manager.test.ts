@@ -42,6 +42,7 @@ function useNode(
   name: string,
   blocks: Record<string, unknown> = {},
   dir = tempDir(t),
+  foreignPodCIDRs: readonly string[] = [],
 ): TestNode & { dir: string } {
   const config = validateConfig(
     {
@@ -76,6 +77,7 @@ function useNode(
     api: cluster.api(),
     view: cluster.view(),
     nameOf: fakeNameOf,
+    foreignPodCIDRs: () => foreignPodCIDRs,
     log: pino({ level: 'silent' }),
     now: () => clock.now,
     tickMs: 3_600_000,
@@ -289,4 +291,13 @@ test('while its Node has spec.podCIDRs (a migration), a node claims its new bloc
   // 40 free wanted, 15 a block: 3 blocks, and the /26 has room for 4.
   expect(n.held().sort()).toHaveLength(3);
   for (const b of n.held()) expect(['10.9.0.64/28', '10.9.0.80/28', '10.9.0.96/28', '10.9.0.112/28']).toContain(b);
+});
+
+test('a block inside another Node’s spec.podCIDRs is never claimed (theirs while the cluster moves to blocks)', async (t) => {
+  const cluster = new FakeBlockCluster();
+  const n = useNode(t, cluster, 'node-a', { minFree: 40, maxFree: 60 }, tempDir(t), ['10.9.0.0/25', '10.9.0.192/26']);
+  await n.manager.runSoon();
+  // Only 10.9.0.128/26 is left: its four /28 blocks at most, none inside the other nodes' CIDRs.
+  expect(n.held().length).toBeGreaterThan(0);
+  for (const b of n.held()) expect(['10.9.0.128/28', '10.9.0.144/28', '10.9.0.160/28', '10.9.0.176/28']).toContain(b);
 });
