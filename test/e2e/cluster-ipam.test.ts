@@ -696,3 +696,50 @@ test('capacity ahead of demand from the pod watch: pods bound to the node claim 
     (p) => p === 39,
   );
 });
+
+test('an empty block goes back after releaseAfterSec; with the API server away the release waits, across a restart, and nothing is lost', async (t) => {
+  // cooldown 0, releaseAfterSec 1: a block emptied goes back a second later.
+  const { api, nodes } = await useCluster(t, {
+    routing: 'host-gw',
+    nodes: 1,
+    topology: 'l2',
+    kube: { podCIDRs: false },
+    networks: () => [
+      {
+        name: 'ferry',
+        ipv4: { subnet: RANGE4, blocks: { prefixLength: 28, minFree: 2, maxFree: 20, releaseAfterSec: 1 } },
+      },
+    ],
+    ferryd: { cooldownSec: 0 },
+  });
+  if (!api) throw new Error('no API stand-in');
+  const [n] = nodes as [ClusterNode];
+  const pods: AddedPod[] = [];
+  for (let i = 0; i < 20; i++) pods.push(await addPod(t, n));
+  const full = await eventually(
+    'two blocks held',
+    () => heldBy(n),
+    (h) => h.length >= 2,
+  );
+  await api.stop();
+  for (const p of pods) await delPod(n, p);
+  // Empty and past releaseAfterSec: given back in ferryd (nothing is handed out of it), not yet in the API.
+  await eventually(
+    'a block releasing',
+    () => heldBy(n),
+    (h) => h.some((b) => b.endsWith(' releasing')),
+  );
+  await n.ferryd.stop();
+  await n.ferryd.start();
+  const waiting = await heldBy(n);
+  expect(waiting.some((b) => b.endsWith(' releasing'))).toBe(true);
+  await api.start();
+  await eventually(
+    'the release answered',
+    () => heldBy(n),
+    (h) => !h.some((b) => b.endsWith(' releasing')),
+  );
+  const objects = (await blocksInApi(api)).map((b) => b.replace('node-1 ', ''));
+  expect(objects.sort()).toEqual((await heldBy(n)).map((b) => b.split(' ')[0]).sort());
+  expect(objects.length).toBeLessThan(full.length);
+});
