@@ -245,7 +245,8 @@ test('a database lost: the blocks are re-learned from the API server; an address
 
   // Another node holds the block of an address this one uses: loud, and nothing of it is handed out.
   cluster.put({ network: 'pods', family: 4, cidr: '10.9.0.96/28', node: 'node-b' });
-  fresh.pools.claim(poolId, '0000006a', '10.9.0.106', fresh.newInterface(), fresh.clock.now);
+  const holder = fresh.newInterface();
+  fresh.pools.claim(poolId, '0000006a', '10.9.0.106', holder, fresh.clock.now);
   await fresh.manager.runSoon();
   expect(fresh.held()).toEqual(['10.9.0.192/28']);
   expect(fresh.manager.violations()).toEqual([
@@ -257,6 +258,11 @@ test('a database lost: the blocks are re-learned from the API server; an address
       ),
     },
   ]);
+  // The pod using it gone (its address released, cooled down): the conflict is over.
+  fresh.ipam.release(holder, fresh.clock.now);
+  fresh.ipam.sweep(fresh.clock.now);
+  await fresh.manager.runSoon();
+  expect(fresh.manager.violations()).toEqual([]);
 });
 
 test('a block edited by hand that names this node but is not valid is never handed out of', async (t) => {

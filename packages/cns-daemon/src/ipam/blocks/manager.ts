@@ -355,6 +355,9 @@ export class BlockManager {
   #relearn(p: PoolState): void {
     const { nodeName, blocks, log, now } = this.#deps;
     const mine = new Map<string, ClusterBlock>();
+    // A hand-made block that is gone is no longer a conflict.
+    const names = new Set(this.#deps.view.blocks().map((b) => `invalid ${b.name}`));
+    for (const key of p.conflicts.keys()) if (key.startsWith('invalid ') && !names.has(key)) p.conflicts.delete(key);
     for (const b of this.#deps.view.blocks()) {
       if (b.node !== nodeName || b.network !== p.network || b.family !== p.family) continue;
       const verdict = this.#verdicts.get(b.name);
@@ -373,9 +376,8 @@ export class BlockManager {
     this.#tx(() => {
       for (const [cidr, b] of mine) {
         const row = rows.find((r) => r.cidr === cidr);
+        // The same object: held, or releasing (the release retries the delete).
         if (row && row.uid === b.uid) continue;
-        // A releasing row whose object is still there is left to the release (it retries the delete).
-        if (row?.state === 'releasing' && row.uid === b.uid) continue;
         blocks.hold({ poolId: p.poolId, cidr, name: b.name, uid: b.uid, nowMs: now() });
         log.info({ network: p.network, block: cidr }, 'block of this node re-learned from the API server');
         changed = true;
@@ -426,6 +428,9 @@ export class BlockManager {
       rows.filter((r) => r.state === 'releasing'),
     );
     const orphans = this.#orphanBlocks(p, spec, rows, nowMs);
+    // Addresses no longer in use in another node's block: that conflict is over.
+    for (const key of p.conflicts.keys())
+      if (!key.startsWith('invalid ') && !orphans.includes(key)) p.conflicts.delete(key);
     const taken = this.#takenCidrs(p);
     const probe = findFreeBlocks({ spec, taken, seed: this.#seedOf(p), count: 1 });
     const wasExhausted = p.isRangeExhausted;
