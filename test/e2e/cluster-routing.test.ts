@@ -4,26 +4,18 @@
  * nodes over IPv4 and IPv6, with host-gw routes (one link) and a VXLAN overlay (across an L3 hop).
  */
 import { describe, expect, test } from 'vitest';
-import { addPod, type ClusterNode, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
+import {
+  addPod,
+  type ClusterNode,
+  everyPodPingsEveryOther,
+  type Pod,
+  useCluster,
+  waitSynced,
+} from '../fixtures/cluster';
 import { ferryctl } from '../fixtures/ferryctl';
-import { ping } from '../fixtures/kernel';
 import { inNetns, inNetnsTry } from '../fixtures/netns';
 
 const PROTO = '117';
-
-async function everyPodPingsEveryOther(pods: { on: string; pod: Pod }[]): Promise<void> {
-  const pairs = pods.flatMap((a) => pods.filter((b) => b.on !== a.on).map((b) => [a, b] as const));
-  const results = await Promise.all(
-    pairs.flatMap(([a, b]) =>
-      ([4, 6] as const).map(async (family) => ({
-        what: `${a.on} → ${b.on} IPv${family}`,
-        ok: await ping(a.pod.netns, family === 4 ? b.pod.ipv4 : b.pod.ipv6),
-      })),
-    ),
-  );
-  expect(results.filter((r) => !r.ok).map((r) => r.what)).toEqual([]);
-  expect(results.length).toBe(pairs.length * 2);
-}
 
 async function podsOn(t: Parameters<typeof addPod>[0], nodes: ClusterNode[]) {
   const out: { on: string; pod: Pod }[] = [];

@@ -13,6 +13,8 @@ import { execa } from 'execa';
 import { DaemonSet, type IDaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
 import { ClusterRole } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRole';
 import { ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/ClusterRoleBinding';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Namespace } from 'kubernetes-models/v1/Namespace';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
@@ -37,6 +39,8 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/DaemonSet': DaemonSet,
   'rbac.authorization.k8s.io/v1/ClusterRole': ClusterRole,
   'rbac.authorization.k8s.io/v1/ClusterRoleBinding': ClusterRoleBinding,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
 };
 
 interface K8sObject {
@@ -60,13 +64,17 @@ function manifests(): { file: string; obj: K8sObject }[] {
 test('every manifest validates against its Kubernetes schema, and the kustomization lists them all', () => {
   const all = manifests();
   expect(all.map((m) => `${m.obj.kind}/${m.obj.metadata.name}`).sort()).toEqual([
+    'ClusterRole/ferry-cluster-ipam',
     'ClusterRole/ferry-node-reader',
     'ClusterRole/ferry-pod-status',
+    'ClusterRoleBinding/ferry-cluster-ipam',
     'ClusterRoleBinding/ferry-node-reader',
     'ClusterRoleBinding/ferry-pod-status',
     'ConfigMap/ferry-config',
     'DaemonSet/ferryd',
     'Namespace/ferry-system',
+    'Role/ferry-ipam-leader',
+    'RoleBinding/ferry-ipam-leader',
     'ServiceAccount/ferry',
   ]);
   for (const { file, obj } of all) {
@@ -83,15 +91,31 @@ test('every manifest validates against its Kubernetes schema, and the kustomizat
   expect([...kustomization.resources].sort()).toEqual([...new Set(all.map((m) => m.file))].sort());
 });
 
-test('the RBAC is least privilege: read nodes (get, list, watch); read and patch pods (get, list, watch, patch); nothing else', () => {
+test('the RBAC is least privilege: read nodes (get, list, watch); read and patch pods (get, list, watch, patch); cluster IPAM’s objects and its Lease; nothing else', () => {
   const roles = manifests()
-    .filter((m) => m.obj.kind === 'ClusterRole')
+    .filter((m) => m.obj.kind === 'ClusterRole' || m.obj.kind === 'Role')
     .map((m) => ({ name: m.obj.metadata.name, rules: (m.obj as unknown as { rules: unknown[] }).rules }));
+  const ipamVerbs = ['get', 'list', 'watch', 'create', 'delete', 'patch'];
   expect(roles).toEqual([
     { name: 'ferry-node-reader', rules: [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] }] },
     {
       name: 'ferry-pod-status',
       rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch'] }],
+    },
+    // test/e2e/cluster-ipam.test.ts holds these to what the ferryds use.
+    {
+      name: 'ferry-cluster-ipam',
+      rules: [
+        { apiGroups: ['ferry.dev'], resources: ['ipblocks'], verbs: ipamVerbs },
+        { apiGroups: ['ferry.dev'], resources: ['ipblocks/status'], verbs: ['update'] },
+        { apiGroups: ['ferry.dev'], resources: ['ipclaims'], verbs: ipamVerbs },
+        { apiGroups: ['ferry.dev'], resources: ['ipranges'], verbs: ['get', 'create', 'patch'] },
+        { apiGroups: ['ferry.dev'], resources: ['ipranges/status'], verbs: ['update'] },
+      ],
+    },
+    {
+      name: 'ferry-ipam-leader',
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }],
     },
   ]);
   // test/e2e/pods-kube.test.ts checks these are the verbs a running ferryd (and the install step) use.

@@ -7,57 +7,9 @@
  */
 import { describe, expect, test } from 'vitest';
 import { type KubeApi, podObject, useKubeApi } from '../fixtures/kube-api';
+import { openWatch as openAt, seen } from '../fixtures/kube-wire';
 
-interface WatchEvent {
-  type: string;
-  object: { kind?: string; code?: number; reason?: string; metadata?: { name?: string; resourceVersion?: string } };
-}
-
-/** A watch as a client reads it: events as they arrive, and whether the server ended the stream. */
-async function openWatch(api: KubeApi, query: string) {
-  const controller = new AbortController();
-  const res = await fetch(`${api.url}/api/v1/pods?watch=1&${query}`, { signal: controller.signal });
-  const events: WatchEvent[] = [];
-  let ended = false;
-  let wake = () => {};
-  const body = res.body;
-  if (!body) throw new Error('watch: no body');
-  const done = (async () => {
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for await (const chunk of body) {
-        buf += decoder.decode(chunk, { stream: true });
-        for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-          events.push(JSON.parse(buf.slice(0, i)) as WatchEvent);
-          buf = buf.slice(i + 1);
-          wake();
-        }
-      }
-    } catch {
-      // aborted by the test
-    }
-    ended = true;
-    wake();
-  })();
-  const until = async (pred: () => boolean) => {
-    while (!pred()) await new Promise<void>((r) => (wake = r));
-  };
-  return {
-    status: res.status,
-    events,
-    isEnded: () => ended,
-    /** Resolves once `n` events have arrived. */
-    until: (n: number) => until(() => events.length >= n),
-    untilEnded: () => until(() => ended),
-    close: async () => {
-      controller.abort();
-      await done;
-    },
-  };
-}
-
-const seen = (events: WatchEvent[]) => events.map((e) => `${e.type} ${e.object.metadata?.name ?? e.object.reason}`);
+const openWatch = (api: KubeApi, query: string) => openAt(api, '/api/v1/pods', query);
 
 async function getJson(url: string) {
   const res = await fetch(url);

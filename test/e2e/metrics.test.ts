@@ -51,11 +51,20 @@ function queriesOf(dashboard: Dashboard): { where: string; expr: string }[] {
 
 test('Prometheus scrapes the node: /metrics and the probes only, and every dashboard query names what ferryd exports', async (t) => {
   // Two nodes on one link (host-gw), so the cluster-route metrics have routes to count; "Prometheus"
-  // is the underlay namespace, another host on the nodes' network.
+  // is the underlay namespace, another host on the nodes' network. Their pools are cluster-IPAM ranges
+  // (peers and blocks from the API stand-in), so the block metrics are exported too.
   const { underlay, nodes } = await useCluster(t, {
     routing: 'host-gw',
     nodes: 2,
     topology: 'l2',
+    kube: { podCIDRs: false },
+    networks: () => [
+      {
+        name: 'ferry',
+        ipv4: { subnet: '10.244.0.0/16', blocks: {} },
+        ipv6: { subnet: 'fd00:10:244::/56', blocks: {} },
+      },
+    ],
     ferryd: { metrics: {}, delegatedDevices: [{ mac: '02:fe:00:00:aa:01', group: 'frontend' }] },
   });
   const [first] = nodes;
@@ -107,6 +116,7 @@ test('Prometheus scrapes the node: /metrics and the probes only, and every dashb
     'Delegated devices by state',
     'Storage errors',
     'Routes, neighbours and FDB entries',
+    'Cluster IPAM: range use',
   ]) {
     expect(titles, panel).toContain(panel);
   }

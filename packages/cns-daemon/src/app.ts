@@ -19,6 +19,8 @@ import type { Attachments } from './attachments/attachments';
 import type { DevicePlugin } from './device-plugin/build';
 import { httpStatusOf } from './errors';
 import type { HandingOver } from './handover/handing-over';
+import type { BlockManager } from './ipam/blocks/manager';
+import type { StaticClaims } from './ipam/claims/static-claims';
 import type { Ipam } from './ipam/ipam';
 import type { Lifecycle } from './lifecycle';
 import type { Metrics } from './metrics';
@@ -60,6 +62,10 @@ export interface AppDeps {
   pods?: PodServices;
   /** The kubelet's device plugin, when ferryd serves groups to it (an ADD asks it for the pod's allocation). */
   devicePlugin?: DevicePlugin;
+  /** The block manager, when a network's pool is a range split into blocks (cluster IPAM). */
+  blocks?: BlockManager;
+  /** Static addresses claimed cluster-wide (with cluster IPAM). */
+  claims?: StaticClaims;
 }
 
 export interface AppOptions {
@@ -158,6 +164,8 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
       storage: deps.storage,
       ...(deps.pods ? { pods: deps.pods } : {}),
       ...(deps.devicePlugin ? { devicePlugin: deps.devicePlugin } : {}),
+      ...(deps.blocks ? { blocks: deps.blocks } : {}),
+      ...(deps.claims ? { claims: deps.claims } : {}),
     });
     await app.register(endpointRoutes, {
       attachments: deps.attachments,
@@ -171,6 +179,7 @@ export async function buildApp(deps: AppDeps, opts: AppOptions = { surface: 'uni
   await app.register(operatorRoutes, {
     operator: deps.operator,
     pods: deps.pods,
+    ...(deps.blocks ? { blocks: deps.blocks } : {}),
     ...(opts.tokens ? { tokens: opts.tokens } : {}),
   });
   return app;

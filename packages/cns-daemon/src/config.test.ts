@@ -32,6 +32,7 @@ test('YAML file, then FERRY_* environment, then flags, each overriding the one b
 });
 
 const NET = 'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]';
+const KUBE = 'cluster: { nodeName: n1, kubernetes: { kubeconfig: /etc/kubeconfig } }';
 
 test.for([
   ['not YAML at all: [', /^parse config /],
@@ -96,6 +97,43 @@ test.for([
   [
     `${NET}\ncluster: { nodeName: a, routing: vxlan, vxlan: { device: "a-name-far-too-long" } }`,
     /cluster\.vxlan\.device/,
+  ],
+  // Cluster IPAM.
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: {} } }]`,
+    /networks\[0\]\.ipv4\.blocks: needs cluster\.kubernetes and cluster\.nodeName/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: { prefixLength: 16 } } }]\n${KUBE}`,
+    /ipv4\.blocks\.prefixLength: \/16 must be longer than the range's \/16 and at most \/30/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: { prefixLength: 31 } } }]\n${KUBE}`,
+    /ipv4\.blocks\.prefixLength: \/31 must be longer/,
+  ],
+  [
+    `networks: [{ name: a, ipv6: { subnet: "fd00::/48", blocks: { prefixLength: 40 } } }]\n${KUBE}`,
+    /ipv6\.blocks\.prefixLength: \/40 must be longer than the range's \/48 and at most \/126/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: { minFree: 16, maxFree: 64 } } }]\n${KUBE}`,
+    /ipv4\.blocks\.maxFree: 64 is below minFree \(16\) plus one block \(64\)/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: { minFree: 128, maxBlocks: 2 } } }]\n${KUBE}`,
+    /ipv4\.blocks\.minFree: 128 cannot be free in 2 blocks \(maxBlocks\) of 64 addresses/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, rangeStart: 10.0.0.10, blocks: {} } }]\n${KUBE}`,
+    /ipv4\.rangeStart: does not apply to a range split into blocks; use exclude/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: {} } }]\n${KUBE}\ntenancy: { staticAddresses: [{ namespaces: [a], ranges: [10.0.7.0/28] }] }`,
+    /staticAddresses\[0\]\.ranges\[0\]: "10.0.7.0\/28" overlaps networks\[0\]\.ipv4/,
+  ],
+  [
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: {} } }, { name: b, infraNIC: false, ipv4: { subnet: 10.0.200.0/24, blocks: {} } }]\n${KUBE}`,
+    /networks\[1\]\.ipv4\.subnet: "10.0.200.0\/24" overlaps networks\[0\]\.ipv4\.subnet "10.0.0.0\/16"/,
   ],
   // Secondary networks.
   [
@@ -252,4 +290,16 @@ test("the device plugin: off unless configured; the kubelet's directory and ever
     kubeletDir: '/var/lib/kubelet',
     podResourcesTimeoutMs: 2000,
   });
+});
+
+test('cluster IPAM: a range with blocks, defaults filled in; peers of other nodes may sit inside the range', (t) => {
+  const file = join(tempDir(t), 'ferryd.yaml');
+  writeFileSync(
+    file,
+    `networks: [{ name: a, ipv4: { subnet: 10.0.0.0/16, blocks: {} }, ipv6: { subnet: "fd00:10::/64", blocks: { minFree: 4, maxFree: 100 } } }]
+cluster: { nodeName: n1, routing: host-gw, kubernetes: { kubeconfig: /etc/kubeconfig } }`,
+  );
+  const { config } = loadConfig(file, {}, {});
+  expect(config.networks[0]?.ipv4?.blocks).toEqual({ releaseAfterSec: 300, maxBlocks: 20, waitMs: 3000 });
+  expect(config.networks[0]?.ipv6?.blocks).toMatchObject({ minFree: 4, maxFree: 100 });
 });

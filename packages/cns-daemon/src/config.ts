@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import {
   type ClusterConfig,
+  DEFAULT_BLOCK_PREFIX,
   type FerrydConfig,
   FerrydConfigSchema,
   type PoolConfig,
@@ -26,7 +27,7 @@ import {
   parseExclusion,
   toBigInt,
 } from './ipam/cidr';
-import { poolSpecsOf } from './ipam/pool';
+import { poolSpecsOf, withBlocks } from './ipam/pool';
 
 export type {
   ClusterConfig,
@@ -155,7 +156,7 @@ export function validateConfig(raw: unknown, source: string): FerrydConfig {
  */
 function crossCheck(config: FerrydConfig): string | undefined {
   const seen = new Set<string>();
-  const subnets: { where: string; text: string; cidr: Cidr }[] = [];
+  const subnets: { where: string; text: string; cidr: Cidr; isRange: boolean }[] = [];
   for (const [i, net] of config.networks.entries()) {
     if (seen.has(net.name)) return `networks[${i}].name: "${net.name}" is configured twice`;
     seen.add(net.name);
@@ -177,7 +178,9 @@ function crossCheck(config: FerrydConfig): string | undefined {
       if (subnet.bits - subnet.prefix < 2) return `${where}.subnet: "${pool.subnet}" is too small for a pool`;
       const clash = subnets.find((o) => overlaps(o.cidr, subnet));
       if (clash) return `${where}.subnet: "${pool.subnet}" overlaps ${clash.where}.subnet "${clash.text}"`;
-      subnets.push({ where, text: pool.subnet, cidr: subnet });
+      subnets.push({ where, text: pool.subnet, cidr: subnet, isRange: pool.blocks !== undefined });
+      const blocks = blocksProblem(pool, subnet, fam, config.cluster);
+      if (blocks) return `${where}.${blocks}`;
       for (const [j, e] of pool.exclude.entries()) {
         const problem = exclusionProblem(e, subnet, fam);
         if (problem) return `${where}.exclude[${j}]: "${e}" ${problem}`;
@@ -197,7 +200,8 @@ function crossCheck(config: FerrydConfig): string | undefined {
       const problem = gatewayProblem(net.infraNIC, pool, subnet, fam);
       if (problem) return `${where}.${problem}`;
     }
-    const empty = poolSpecsOf(net).find((spec) => spec.size === 0n);
+    // A range hands out nothing before it holds blocks: what counts is what all of them would give.
+    const empty = poolSpecsOf(net).find((spec) => (spec.blocks ? withBlocks(spec, [spec.subnet]) : spec).size === 0n);
     if (empty)
       return `networks[${i}].ipv${empty.family}.exclude: covers the whole range; no address is left to hand out`;
   }
@@ -218,8 +222,48 @@ function crossCheck(config: FerrydConfig): string | undefined {
     tenancyProblem(config, subnets) ??
     devicePluginProblem(config) ??
     listenerProblem(config) ??
-    (config.cluster ? clusterProblem(config.cluster, subnets) : undefined)
+    (config.cluster
+      ? clusterProblem(
+          config.cluster,
+          // A range is the cluster's, not this node's: its own pod CIDRs are the blocks it holds.
+          subnets.filter((s) => !s.isRange),
+        )
+      : undefined)
   );
+}
+
+/**
+ * A range split into blocks: blocks longer than the range and holding a few addresses, free counts that
+ * converge (a claim adds one block: below maxFree afterwards; a release takes one: above minFree), and the
+ * Kubernetes API to claim them from. rangeStart/rangeEnd would cut blocks apart: `exclude` says the same.
+ */
+function blocksProblem(
+  pool: PoolConfig,
+  subnet: Cidr,
+  fam: 4 | 6,
+  cluster: ClusterConfig | undefined,
+): string | undefined {
+  const { blocks } = pool;
+  if (!blocks) return undefined;
+  const prefix = blocks.prefixLength ?? DEFAULT_BLOCK_PREFIX[fam];
+  if (prefix <= subnet.prefix || prefix > subnet.bits - 2) {
+    return `blocks.prefixLength: /${prefix} must be longer than the range's /${subnet.prefix} and at most /${subnet.bits - 2}`;
+  }
+  for (const key of ['rangeStart', 'rangeEnd'] as const) {
+    if (pool[key]) return `${key}: does not apply to a range split into blocks; use exclude`;
+  }
+  const size = 2 ** (subnet.bits - prefix);
+  const minFree = blocks.minFree ?? Math.floor(size / 4);
+  if (blocks.minFree !== undefined && blocks.minFree >= blocks.maxBlocks * size) {
+    return `blocks.minFree: ${blocks.minFree} cannot be free in ${blocks.maxBlocks} blocks (maxBlocks) of ${size} addresses`;
+  }
+  if (blocks.maxFree !== undefined && blocks.maxFree < minFree + size) {
+    return `blocks.maxFree: ${blocks.maxFree} is below minFree (${minFree}) plus one block (${size}): every claim would be followed by a release`;
+  }
+  if (!cluster?.kubernetes || !cluster.nodeName) {
+    return 'blocks: needs cluster.kubernetes and cluster.nodeName (blocks are claimed through the Kubernetes API, by node)';
+  }
+  return undefined;
 }
 
 /**

@@ -58,12 +58,15 @@ export async function startDaemon(config: FerrydConfig, opts: DaemonOptions): Pr
     const kube = config.cluster?.kubernetes ? await import('./cluster/kube-source') : undefined;
     const podModule = config.cluster?.kubernetes?.pods ? await import('./pods/build') : undefined;
     const pluginModule = config.devicePlugin ? await import('./device-plugin/build') : undefined;
+    const hasBlocks = config.networks.some((n) => n.ipv4?.blocks !== undefined || n.ipv6?.blocks !== undefined);
+    const blockModule = hasBlocks ? await import('./ipam/blocks/build') : undefined;
     const { deps, reconciler, drainer, background } = buildServices(config, store.db, {
       log,
       now: opts.now ?? Date.now,
       defaultMetrics: opts.defaultMetrics ?? false,
       ...(kube ? { kubeSource: kube.createKubePeerSource } : {}),
       ...(podModule ? { podServices: podModule.buildPodServices } : {}),
+      ...(blockModule ? { blockServices: blockModule.buildBlockServices } : {}),
       ...(pluginModule ? { devicePlugin: pluginModule.buildDevicePlugin } : {}),
     });
     teardown.beforeStore(() => deps.storage.stop());

@@ -8,6 +8,7 @@
 
 import { Ip, Iproute2 } from '@ferry/net';
 import { nodeRunner } from '@ferry/net/node-runner';
+import type { Violation } from '@ferry/shared-types/api/operator';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
@@ -24,6 +25,8 @@ import { servedGroupsOf } from './device-plugin/served';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
 import { NodeChecks } from './doctor/node-checks';
+import type { BlockServices, buildBlockServices } from './ipam/blocks/build';
+import { pendingPodsOf } from './ipam/blocks/demand';
 import { Ipam } from './ipam/ipam';
 import { Lifecycle } from './lifecycle';
 import { type MetricSources, Metrics } from './metrics';
@@ -37,6 +40,7 @@ import { Reconciler, type ReconcilerDeps } from './reconcile/reconciler';
 import { StaleEndpoints } from './reconcile/stale-endpoints';
 import { StorageHealth } from './storage/health';
 import { AttachmentStore } from './store/attachments';
+import { BlockStore } from './store/blocks';
 import { type Db, probeWrite } from './store/db';
 import { DeviceStore } from './store/devices';
 import { GroupCommit } from './store/group-commit';
@@ -71,12 +75,15 @@ export interface ServiceOptions {
   podServices?: typeof buildPodServices;
   /** The device plugin, loaded when `devicePlugin` is set (it brings gRPC). */
   devicePlugin?: typeof buildDevicePlugin;
+  /** Cluster IPAM, loaded when a network's pool has `blocks` (it brings the Kubernetes client). */
+  blockServices?: typeof buildBlockServices;
 }
 
 interface Stores {
   attachmentStore: AttachmentStore;
   pools: PoolStore;
   devices: DeviceStore;
+  blocks: BlockStore;
 }
 
 /** What every builder below reads. */
@@ -116,7 +123,13 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   // The node as second source of truth (node-state/): adoption and the reboot check run in each pass.
   const nodeState = nodeStateOf(ctx, { ipam, attachments, ip });
   const reconciler = reconcilerOf(ctx, { attachments, ipam, inventory, drainer, storage }, nodeState);
-  const cluster = config.cluster ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource) : undefined;
+  // Cluster IPAM reads what is built after it (the pods scheduled here, the other Nodes' pod CIDRs) when it runs.
+  let late: { pods?: PodServices; cluster?: ClusterController } = {};
+  const blocks = blockServicesOf(ctx, ipam, () => late, devices.tenancy);
+  const routedBlocks = blocks ? { peers: blocks.peers, own: blocks.own } : undefined;
+  const cluster = config.cluster
+    ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource, routedBlocks)
+    : undefined;
   const devicePlugin = devicePluginOf(ctx, devices);
   const operator = operatorOf(ctx, {
     ipam,
@@ -128,10 +141,12 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     devicePlugin,
     nodeState,
     devices,
+    blockViolations: () => blocks?.manager.violations() ?? [],
   });
   const lifecycle = new Lifecycle();
   ctx.metrics.observe(metricSourcesOf(ctx, { ipam, inventory, drainer, lifecycle, storage }));
   const pods = podsOf(ctx, operator, devices.pci);
+  late = { ...(pods ? { pods } : {}), ...(cluster ? { cluster } : {}) };
 
   // The events that flow back up, each after the transaction or check that raised it:
   // queued DELs that waited for the disk are applied now rather than at the next rescan;
@@ -147,22 +162,68 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
 
   if (pods) registerPodMetrics(ctx.metrics.registry, pods);
   if (cluster) registerClusterMetrics(ctx.metrics.registry, cluster);
+  blocks?.registerMetrics(ctx.metrics.registry);
   nodeState.registerMetrics(ctx.metrics.registry);
   const writes = new GroupCommit(db);
   const ping = () => void db.prepare('SELECT 1').get();
   const metrics = ctx.metrics;
   return {
-    deps: { attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
+    deps: {
+      ...{ attachments, writes, ipam, operator, lifecycle, storage, metrics, log, ping, pods, devicePlugin },
+      ...(blocks ? { blocks: blocks.manager, claims: blocks.claims } : {}),
+    },
     reconciler,
     drainer,
     ...(pods ? { pods } : {}),
     ...(devicePlugin ? { devicePlugin } : {}),
-    background: [cluster, pods, devicePlugin].filter((part): part is NonNullable<typeof part> => part !== undefined),
+    // The blocks first: routing and ADDs follow what the block manager holds.
+    background: [blocks, cluster, pods, devicePlugin].filter(
+      (part): part is NonNullable<typeof part> => part !== undefined,
+    ),
   };
 }
 
 function storesOf(db: Db): Stores {
-  return { attachmentStore: new AttachmentStore(db), pools: new PoolStore(db), devices: new DeviceStore(db) };
+  return {
+    attachmentStore: new AttachmentStore(db),
+    pools: new PoolStore(db),
+    devices: new DeviceStore(db),
+    blocks: new BlockStore(db),
+  };
+}
+
+/**
+ * Cluster IPAM, when a network's pool is a range split into blocks: the block manager counts the pods the
+ * watch shows on their way as demand, and never claims a block inside another Node's spec.podCIDRs.
+ */
+function blockServicesOf(
+  { config, db, stores, opts }: Context,
+  ipam: Ipam,
+  late: () => { pods?: PodServices; cluster?: ClusterController },
+  tenancy: Tenancy,
+): BlockServices | undefined {
+  if (!ipam.networks().some((n) => n.pools.some((p) => p.spec.blocks))) return undefined;
+  if (!opts.blockServices) throw new Error('a pool has blocks but the cluster IPAM services were not loaded');
+  const kubernetes = config.cluster?.kubernetes;
+  return opts.blockServices({
+    ...(kubernetes?.kubeconfig ? { kubeconfig: kubernetes.kubeconfig } : {}),
+    // The config check requires a node name and `kubernetes` with blocks.
+    nodeName: config.cluster?.nodeName ?? '',
+    db,
+    ipam,
+    pools: stores.pools,
+    blocks: stores.blocks,
+    pendingOf: (network) => {
+      const pods = late().pods?.cache.pods() ?? [];
+      return pods.length === 0 ? 0 : pendingPodsOf(pods, ipam.network(network).config, stores.attachmentStore);
+    },
+    foreignPodCIDRs: () => late().cluster?.peers.flatMap((p) => p.podCIDRs) ?? [],
+    mayHave: (address, namespace) => tenancy.rangeFor(address, namespace) !== undefined,
+    podCache: () => late().pods?.cache,
+    staticAddressesHeld: () => stores.attachmentStore.staticAddresses(),
+    log: opts.log,
+    now: opts.now,
+  });
 }
 
 function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DeviceParts {
@@ -239,9 +300,11 @@ function operatorOf(
     devicePlugin: DevicePlugin | undefined;
     nodeState: NodeState;
     devices: DeviceParts;
+    /** Cluster IPAM's conflicts (ipam/blocks/manager.ts). */
+    blockViolations: () => Violation[];
   },
 ): Operator {
-  const { ipam, attachments, drainer, reconciler, ip, cluster, devicePlugin, nodeState } = parts;
+  const { ipam, attachments, drainer, reconciler, ip, cluster, devicePlugin, nodeState, blockViolations } = parts;
   const { inventory, tenancy } = parts.devices;
   const { attachmentStore, pools, devices } = stores;
   const inCluster = cluster ? { cluster } : {};
@@ -259,7 +322,7 @@ function operatorOf(
       devices,
       drainer,
       ip,
-      nodeState: () => nodeState.violations(),
+      nodeState: () => [...nodeState.violations(), ...blockViolations()],
       ...inCluster,
       ...(devicePlugin ? { devicePlugin } : {}),
     }),

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_SOCKET } from '@ferry/shared-types/config/defaults';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { FerrydClient } from './client';
+import { cmdBlocks } from './commands/blocks';
 import { cmdDevices } from './commands/devices';
 import { cmdDoctor } from './commands/doctor';
 import { cmdEndpoints } from './commands/endpoints';
@@ -28,6 +29,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   gc: cmdGc,
   doctor: cmdDoctor,
   nodes: cmdNodes,
+  blocks: cmdBlocks,
   pods: cmdPods,
   reconcile: cmdReconcile,
   health: cmdHealth,
@@ -52,6 +54,8 @@ commands:
   reconcile                          run one reconcile pass now
   nodes                              cluster networking: peers, their pod CIDRs, this node's routes and
                                      VXLAN entries for them (present, missing, refused), stale ones
+  blocks [list]                      cluster IPAM: this node's blocks of each range (used, free, pods on
+                                     their way), the cluster's use of the range; exit 1 on a conflict
   pods [list]                        this node's pods as ferryd's watch holds them, what each asks for
                                      (ferry.dev/nics), the network-status writer's queue
   pods show <namespace/name> [--uid UID]

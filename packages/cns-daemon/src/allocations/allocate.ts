@@ -7,10 +7,14 @@
  *    `ferry.dev/nics` annotation (the pod cache; a pod the watch has not delivered is asked for, for at
  *    most lookupTimeoutMs, then code 11) and the devices the kubelet allocated to it (its pod-resources
  *    API, bounded by podResourcesTimeoutMs, then code 11);
+ *    with cluster IPAM, the pod's static addresses held cluster-wide (ipam/claims/static-claims.ts: 116 when
+ *    another pod holds one, 11 when the API server does not answer in time);
  * 3. this attachment's commit-journal entry settled, so a repeated ADD of an attachment whose shim
  *    committed through the journal gets 105, as after a PUT;
  * 4. the allocation in the next group transaction (store/group-commit.ts), which refuses what the pod may
  *    not have before anything is stored (attachments/nic-choice.ts), and so before the shim builds anything;
+ *    with cluster IPAM, an allocation that finds the node's blocks full waits for the claim it causes and
+ *    runs again (ipam/room.ts), and the block manager is told to count again (a claim ahead of demand);
  * 5. the pod's refusal remembered when its NICs were refused, forgotten when an ADD of it succeeds;
  * 6. counted and logged; the journal's other entries settled once the answer is on its way.
  */
@@ -21,6 +25,8 @@ import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import type { Logger } from 'pino';
 import type { Attachments } from '../attachments/attachments';
 import type { DevicePlugin } from '../device-plugin/build';
+import { CLAIM_TIMEOUT_MS, type StaticClaims } from '../ipam/claims/static-claims';
+import { type RoomWaiter, withRoom } from '../ipam/room';
 import type { Lifecycle } from '../lifecycle';
 import type { Metrics } from '../metrics';
 import type { PodServices } from '../pods/build';
@@ -39,6 +45,10 @@ export interface AllocateDeps {
   pods?: Pick<PodServices, 'podIntent' | 'refusals'>;
   /** The device plugin, when ferryd serves groups to the kubelet: what the kubelet allocated to the pod. */
   devicePlugin?: Pick<DevicePlugin, 'allocationOf'>;
+  /** The block manager, when a pool is a range split into blocks: an ADD with no room waits for its claim. */
+  blocks?: RoomWaiter & { poke(): void };
+  /** Static addresses claimed cluster-wide, when cluster IPAM is on: held before the allocation. */
+  claims?: Pick<StaticClaims, 'ensure'>;
 }
 
 export class Allocate {
@@ -72,13 +82,19 @@ export class Allocate {
   }
 
   async #allocate(req: AllocateRequest): Promise<{ plan: Allocation; created: boolean }> {
-    const { attachments, writes, pods, devicePlugin } = this.#deps;
+    const { attachments, writes, pods, devicePlugin, blocks, claims } = this.#deps;
     try {
-      const [nics, allocated] = await Promise.all([this.#nicsOf(req.pod), devicePlugin?.allocationOf(req.pod)]);
+      const [intent, allocated] = await Promise.all([this.#intentOf(req.pod), devicePlugin?.allocationOf(req.pod)]);
+      const nics = intent?.nics;
+      const { namespace, name } = req.pod ?? {};
+      if (claims && intent && nics?.some((n) => n.addresses) && namespace && name)
+        await claims.ensure({ namespace, name, uid: intent.uid }, nics, CLAIM_TIMEOUT_MS);
       // Only this attachment's entry decides the allocation; the others' (the pods added before it, on a
       // busy node) wait until the answer has been written.
       attachments.settleJournal({ attachment: req });
-      const result = await writes.run(() => attachments.allocate(req, nics, allocated));
+      const result = await withRoom(blocks, () => writes.run(() => attachments.allocate(req, nics, allocated)));
+      // Off this answer's path: the block manager counts again soon.
+      blocks?.poke();
       if (nics && req.pod?.namespace && req.pod.name) pods?.refusals.clear(req.pod.namespace, req.pod.name);
       return result;
     } catch (err) {
@@ -88,10 +104,10 @@ export class Allocate {
   }
 
   /**
-   * The annotation of the pod an ADD is for (`pod`, from the runtime's K8S_POD_* args), when ferryd
-   * watches pods and the API server has that pod with one; undefined otherwise (the conflist decides).
+   * The annotation of the pod an ADD is for (`pod`, from the runtime's K8S_POD_* args) and the pod's uid,
+   * when ferryd watches pods and the API server has that pod; undefined otherwise (the conflist decides).
    */
-  async #nicsOf(pod: PodRef | undefined): Promise<PodNics | undefined> {
+  async #intentOf(pod: PodRef | undefined): Promise<{ nics: PodNics | undefined; uid: string } | undefined> {
     const { pods } = this.#deps;
     if (!pods || !pod?.namespace || !pod.name) return undefined;
     const intent = await pods.podIntent({
@@ -99,7 +115,7 @@ export class Allocate {
       name: pod.name,
       ...(pod.uid ? { uid: pod.uid } : {}),
     });
-    return intent.kind === 'pod' ? intent.nics : undefined;
+    return intent.kind === 'pod' ? { nics: intent.nics, uid: intent.pod.uid } : undefined;
   }
 
   /**

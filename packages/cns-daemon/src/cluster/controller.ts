@@ -8,18 +8,28 @@
 import type { Ip, Netns } from '@ferry/net';
 import type { ClusterConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
-import { canonicalAddress, type Family, familyOf, parseCidr } from '../ipam/cidr';
+import { CoalescedRun } from '../coalesced-run';
+import { canonicalAddress, type Family, familyOf } from '../ipam/cidr';
 import { changeCount, diff, diffTouched } from './diff';
 import type { EgressStep } from './egress';
 import { applyChanges, type Refused, readEntries } from './kernel';
 import type { Peer, PeerSource } from './peers';
-import { type Entries, Planner, vtepAddress, vtepMac } from './plan';
+import { type Entries, Planner, vtepAddress, vtepMac, vtepOf } from './plan';
 import { ensureVxlanDevice } from './vxlan-device';
+
+/** The blocks this node holds of cluster-IPAM ranges (ipam/blocks/manager.ts), routed to by its peers. */
+export interface OwnBlocks {
+  cidrs(): readonly string[];
+  /** Called after every claim or release. */
+  onChange(listener: () => void): void;
+}
 
 export interface ClusterControllerDeps {
   config: ClusterConfig;
-  /** This node's pod CIDRs (cluster.podCIDRs, or the networks' subnets). */
+  /** This node's pod CIDRs (cluster.podCIDRs, or the subnets of networks that are not ranges). */
   ownPodCIDRs: readonly string[];
+  /** Cluster IPAM: the blocks this node holds (its VXLAN end comes from them, and no peer may claim one). */
+  ownBlocks?: OwnBlocks;
   source: PeerSource;
   ip: Ip;
   ns: Netns;
@@ -56,8 +66,12 @@ export class ClusterController {
   #deviceChecked = false;
   /** What the kernel refused, by kind and key, until a later change of that entry succeeds. */
   readonly #refused = new Map<string, Refused>();
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #syncs = new CoalescedRun(
+    async () => {
+      if (this.#peers !== undefined) await this.#syncOnce(this.#peers);
+    },
+    () => this.#stopped,
+  );
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
   #local: LocalEnd | undefined;
@@ -113,6 +127,12 @@ export class ClusterController {
   }
 
   start(): void {
+    // A block claimed or released: plan again from the kernel (the VXLAN end and the own CIDRs may move).
+    this.#deps.ownBlocks?.onChange(() => {
+      this.#readDue = true;
+      this.#planner = undefined;
+      void this.syncSoon();
+    });
     this.#deps.source.start((peers) => {
       this.#peers = peers;
       void this.syncSoon();
@@ -129,32 +149,17 @@ export class ClusterController {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     await this.#deps.source.stop();
-    await this.#running;
+    await this.#syncs.idle();
   }
 
   /** Resolves when no sync is running or asked for (tests and benches wait for a view to land). */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+  idle(): Promise<void> {
+    return this.#syncs.idle();
   }
 
   /** Starts a sync, or asks the running one to go again; resolves when the node is in step. */
   syncSoon(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
-    this.#running = (async () => {
-      try {
-        do {
-          this.#again = false;
-          if (this.#stopped || this.#peers === undefined) break;
-          await this.#syncOnce(this.#peers);
-        } while (this.#again);
-      } finally {
-        this.#running = undefined;
-      }
-    })();
-    return this.#running;
+    return this.#syncs.run();
   }
 
   async #syncOnce(peers: readonly Peer[]): Promise<void> {
@@ -176,7 +181,7 @@ export class ClusterController {
       if (!this.#planner || this.#plannedFamily !== family) {
         this.#planner = new Planner({
           routing: config.routing,
-          ownPodCIDRs: this.#deps.ownPodCIDRs,
+          ownPodCIDRs: [...this.#deps.ownPodCIDRs, ...(this.#deps.ownBlocks?.cidrs() ?? [])],
           ...(vxlan ? { vxlan } : {}),
         });
         this.#plannedFamily = family;
@@ -237,11 +242,11 @@ export class ClusterController {
     this.#local = local;
     if (this.#deviceChecked) return { device: config.vxlan.device, underlayFamily: local.family };
     const mtu = config.vxlan.mtu ?? (await this.#underlayMtu(local.dev, local.family));
-    const addresses = this.#deps.ownPodCIDRs.flatMap((text, i, all) => {
-      const c = parseCidr(text);
-      // One VTEP address per family: the first pod CIDR's.
-      if (all.findIndex((o) => familyOf(o) === c.family) !== i) return [];
-      return [`${vtepAddress(c)}/${c.bits}`];
+    // One VTEP address per family, as the peers compute it (plan.ts vtepOf).
+    const blocks = this.#deps.ownBlocks?.cidrs() ?? [];
+    const addresses = ([4, 6] as const).flatMap((family) => {
+      const c = vtepOf(this.#deps.ownPodCIDRs, blocks, family);
+      return c ? [`${vtepAddress(c)}/${c.bits}`] : [];
     });
     const outcome = await ensureVxlanDevice(
       ip,

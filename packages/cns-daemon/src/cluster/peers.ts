@@ -9,6 +9,11 @@ export interface Peer {
   /** The node's InternalIP(s), at most one per address family is used for routing. */
   addresses: string[];
   podCIDRs: string[];
+  /**
+   * The blocks of cluster-IPAM ranges the node holds (valid IPBlocks naming it), routed as its pod CIDRs
+   * are; the lowest of a family is its VXLAN end (plan.ts vtepOf). Absent without cluster IPAM.
+   */
+  blocks?: string[];
 }
 
 /** Called after a source's first complete view and after every change: the whole set, this node excluded. */

@@ -102,3 +102,29 @@ test("a peer's address is planned as the kernel prints it, however the config wr
   });
   expect([...vxlan.entries.fdb.values()]).toEqual(['2001:db8::12']);
 });
+
+test('blocks are routed as pod CIDRs; a VXLAN end is the lowest block of its family, also past a /24 held during a migration', () => {
+  const withBlocks: Peer[] = [
+    { name: 'b', addresses: ['192.0.2.12'], podCIDRs: [], blocks: ['10.244.9.64/26', '10.244.7.0/26'] },
+    { name: 'c', addresses: ['192.0.2.13'], podCIDRs: ['10.244.3.0/24'], blocks: ['10.244.3.0/26'] },
+  ];
+  const hostGw = plan({ routing: 'host-gw', ownPodCIDRs: ['10.244.1.0/26'], peers: withBlocks });
+  expect([...hostGw.entries.routes.keys()].sort()).toEqual([
+    '10.244.3.0/24',
+    '10.244.3.0/26',
+    '10.244.7.0/26',
+    '10.244.9.64/26',
+  ]);
+  const vxlan = plan({
+    routing: 'vxlan',
+    ownPodCIDRs: ['10.244.1.0/26'],
+    peers: withBlocks,
+    vxlan: { device: 'ferry.1', underlayFamily: 4 },
+  });
+  expect(vxlan.entries.routes.get('10.244.9.64/26')?.via).toBe('10.244.7.0');
+  expect(vxlan.entries.routes.get('10.244.3.0/24')?.via).toBe('10.244.3.0');
+  expect([...vxlan.entries.neighbours.keys()].sort()).toEqual(['10.244.3.0', '10.244.7.0']);
+  // A peer claiming a block this node holds gets no route for it.
+  const clash = plan({ routing: 'host-gw', ownPodCIDRs: ['10.244.7.0/26'], peers: withBlocks });
+  expect(clash.unroutable).toEqual([{ peer: 'b', cidr: '10.244.7.0/26', reason: "overlaps this node's pod CIDRs" }]);
+});

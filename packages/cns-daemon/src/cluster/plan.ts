@@ -45,7 +45,7 @@ export interface Unroutable {
 
 export interface PlanOptions {
   routing: ClusterRouting;
-  /** This node's pod CIDRs: a peer claiming one of them is refused. */
+  /** This node's pod CIDRs and blocks: a peer claiming one of them is refused. */
   ownPodCIDRs: readonly string[];
   /** vxlan: the device, and the family of the underlay (the local end's address). */
   vxlan?: { device: string; underlayFamily: Family };
@@ -140,7 +140,7 @@ export class Planner {
       claims: [],
     };
     const cidrs: Cidr[] = [];
-    for (const text of peer.podCIDRs) {
+    for (const text of [...peer.podCIDRs, ...(peer.blocks ?? [])]) {
       let c: Cidr;
       try {
         c = parseCidr(text);
@@ -183,7 +183,7 @@ export class Planner {
 }
 
 function signatureOf(p: Peer): string {
-  return `${p.addresses.join(',')}|${p.podCIDRs.join(',')}`;
+  return `${p.addresses.join(',')}|${p.podCIDRs.join(',')}|${(p.blocks ?? []).join(',')}`;
 }
 
 function addressOf(peer: Peer, family: Family): string | undefined {
@@ -215,12 +215,18 @@ function planVxlanPeer(
   }
   const mac = vtepMac(peer.name);
   p.fdb.push([mac, underlay]);
-  // One VTEP address per family: the network address of the peer's first pod CIDR of that family.
+  // One VTEP address per family (vtepOf), computed from what the peer holds, as the peer computes its own.
+  const accepted = new Set(cidrs.map(formatCidr));
   const vtep = new Map<Family, string>();
   for (const c of cidrs) {
     let via = vtep.get(c.family);
     if (!via) {
-      via = vtepAddress(c);
+      const chosen = vtepOf(
+        peer.podCIDRs.filter((x) => accepted.has(x)),
+        (peer.blocks ?? []).filter((x) => accepted.has(x)),
+        c.family,
+      );
+      via = chosen ? vtepAddress(chosen) : vtepAddress(c);
       vtep.set(c.family, via);
       p.neighbours.push([via, mac]);
     }
@@ -231,6 +237,17 @@ function planVxlanPeer(
 /** A node's VTEP address: the network address of its pod CIDR (flannel's choice). */
 export function vtepAddress(c: Cidr): string {
   return fromBigInt(c.base, c.family);
+}
+
+/**
+ * The CIDR whose network address is a node's VTEP address in `family`: the lowest block it holds (a
+ * block's first address is never a pod's: ipam/pool.ts withBlocks), else its first pod CIDR. The node
+ * and its peers compute it from the same lists, so they agree.
+ */
+export function vtepOf(podCIDRs: readonly string[], blocks: readonly string[], family: Family): Cidr | undefined {
+  const ofFamily = (list: readonly string[]) => list.map(parseCidr).filter((c) => c.family === family);
+  const lowest = ofFamily(blocks).sort((a, b) => (a.base < b.base ? -1 : a.base > b.base ? 1 : 0))[0];
+  return lowest ?? ofFamily(podCIDRs)[0];
 }
 
 /**

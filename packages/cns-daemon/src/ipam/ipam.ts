@@ -9,8 +9,8 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import { StartupError } from '../errors';
 import type { PoolStore } from '../store/pools';
 import { pickFree } from './allocator';
-import { bitsOf, type Family, overlaps, parseCidr, toBigInt } from './cidr';
-import { offsetHex, type PoolSpec, poolOf, poolSpecsOf } from './pool';
+import { bitsOf, type Cidr, contains, type Family, lastOf, overlaps, parseCidr, toBigInt } from './cidr';
+import { offsetHex, type PoolSpec, poolOf, poolSpecsOf, withBlocks } from './pool';
 
 export interface NetworkPools {
   config: NetworkConfig;
@@ -36,7 +36,7 @@ export class Ipam {
         routesJson: JSON.stringify(specs.flatMap((s) => s.routes)),
       };
       for (const spec of specs) {
-        const row = pools.ensurePool(net.name, spec.family, spec.subnetText);
+        const row = ensurePool(pools, net.name, spec);
         if ('conflict' in row) {
           throw new StartupError(
             `network "${net.name}" IPv${spec.family}: subnet changed from ${row.conflict} to ${spec.subnetText} while ${row.held} addresses are held; release them (or restore the old subnet) first`,
@@ -65,6 +65,16 @@ export class Ipam {
         `network "${clash.spec.network}" IPv${clash.spec.family}: subnet ${clash.spec.subnetText} overlaps ${row.subnet} of network "${row.network}", which is no longer configured but still holds ${held} addresses; release them (ferryctl endpoints) or configure "${row.network}" again first`,
       );
     }
+  }
+
+  /**
+   * A range split into blocks hands out the blocks the node holds (the block manager says which, at start
+   * and after every claim and release): the next allocation picks from these.
+   */
+  setBlocks(network: string, family: Family, blocks: readonly Cidr[]): void {
+    const pool = this.#networks.get(network)?.pools.find((p) => p.spec.family === family);
+    if (!pool?.spec.blocks) throw new Error(`network "${network}" IPv${family} is not split into blocks`);
+    pool.spec = withBlocks(pool.spec, blocks);
   }
 
   /** The network's pools; throws UnknownNetwork naming the configured ones. */
@@ -146,4 +156,28 @@ export class Ipam {
   sweep(nowMs: number): number {
     return this.#pools.sweepCooledDown(nowMs);
   }
+}
+
+/**
+ * The pool row of `spec`, created or checked. A pool whose subnet grew into a prefix containing the old one
+ * (a node's /24 becoming the cluster's range: docs/runbook.md) is re-based: its addresses keep their
+ * values, their offsets are counted from the new base. Any other change is refused while addresses are held.
+ */
+function ensurePool(pools: PoolStore, network: string, spec: PoolSpec): ReturnType<PoolStore['ensurePool']> {
+  const row = pools.ensurePool(network, spec.family, spec.subnetText);
+  if (!('conflict' in row)) return row;
+  const old = parseCidr(row.conflict);
+  const existing = pools.getPool(network, spec.family);
+  if (
+    !existing ||
+    old.family !== spec.family ||
+    !contains(spec.subnet, old.base) ||
+    !contains(spec.subnet, lastOf(old))
+  )
+    return row;
+  const shift = old.base - spec.subnet.base;
+  pools.rebase(existing.id, spec.subnetText, (hex) =>
+    (BigInt(`0x${hex}`) + shift).toString(16).padStart(spec.hexWidth, '0'),
+  );
+  return pools.getPool(network, spec.family) ?? row;
 }

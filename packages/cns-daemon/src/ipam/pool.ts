@@ -1,9 +1,16 @@
 /**
- * A pool as IPAM sees it: one family of one network, its allocatable range and exclusions as BigInt
- * intervals, and what pods on it route through. Built from config that config.ts already checked.
+ * A pool as IPAM sees it: one family of one network, the addresses it may hand out as sorted BigInt
+ * intervals, and what pods on it route through. Built from config that config.ts already checked. A
+ * fixed subnet's intervals are its range minus its exclusions; a range split into blocks (cluster IPAM)
+ * hands out only the blocks the node holds, so its intervals follow them (withBlocks).
  */
 import type { PodRoute } from '@ferry/shared-types/api/common';
-import type { NetworkConfig, PoolConfig } from '@ferry/shared-types/config/ferryd';
+import {
+  type BlocksConfig,
+  DEFAULT_BLOCK_PREFIX,
+  type NetworkConfig,
+  type PoolConfig,
+} from '@ferry/shared-types/config/ferryd';
 import {
   type Cidr,
   contains,
@@ -25,17 +32,34 @@ import {
  */
 const GATEWAY: Record<Family, string> = { 4: '169.254.1.1', 6: 'fe80::ecee:eeff:feee:eeee' };
 
+/** How a range is split into blocks and how many of them a node holds (config `blocks`, defaults applied). */
+export interface BlockSettings {
+  prefix: number;
+  /** Addresses in one block (its first is never handed out: see withBlocks). */
+  blockAddresses: bigint;
+  minFree: number;
+  maxFree: number;
+  releaseAfterMs: number;
+  maxBlocks: number;
+  waitMs: number;
+}
+
 export interface PoolSpec {
   network: string;
   family: Family;
+  /** The subnet, or in cluster IPAM the whole range; offsets are relative to its base. */
   subnet: Cidr;
   subnetText: string;
   start: bigint;
   end: bigint;
   /** Sorted, merged, clipped to [start, end]. */
   exclusions: [bigint, bigint][];
-  /** Allocatable addresses: the range minus exclusions. */
+  /** What may be handed out: sorted, disjoint, non-empty intervals inside [start, end] and outside every exclusion. */
+  intervals: [bigint, bigint][];
+  /** Allocatable addresses: the intervals' sum. */
   size: bigint;
+  /** Set when the subnet is a range split into blocks. */
+  blocks?: BlockSettings;
   /** Offsets are stored as this many hex digits (8 for IPv4, 32 for IPv6). */
   hexWidth: number;
   /** The prefix length a pod's address carries: the whole address (/32, /128) routed over the InfraNIC, the subnet's on a secondary network's segment. */
@@ -65,8 +89,6 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig, infraNIC:
       .map((c): [bigint, bigint] => [c.base > start ? c.base : start, lastOf(c) < end ? lastOf(c) : end])
       .filter(([lo, hi]) => lo <= hi),
   );
-  let size = end - start + 1n;
-  for (const [lo, hi] of exclusions) size -= hi - lo + 1n;
   const gateway = infraNIC ? GATEWAY[family] : pool.gateway;
   const routes: PodRoute[] = [];
   // config.ts has refused a secondary network's default route without a gateway.
@@ -76,6 +98,9 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig, infraNIC:
     const gw = r.gw ?? gateway;
     routes.push({ dst: r.dst, ...(gw ? { gw } : {}) });
   }
+  const blocks = pool.blocks ? blockSettingsOf(pool.blocks, subnet) : undefined;
+  // A range hands out nothing until the node holds blocks of it.
+  const intervals = blocks ? [] : subtract([[start, end]], exclusions);
   return {
     network,
     family,
@@ -84,7 +109,9 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig, infraNIC:
     start,
     end,
     exclusions,
-    size: size > 0n ? size : 0n,
+    intervals,
+    size: sizeOf(intervals),
+    ...(blocks ? { blocks } : {}),
     hexWidth: family === 4 ? 8 : 32,
     podPrefix: infraNIC ? subnet.bits : subnet.prefix,
     ...(gateway ? { gateway } : {}),
@@ -92,7 +119,71 @@ function poolSpecOf(network: string, family: Family, pool: PoolConfig, infraNIC:
   };
 }
 
-function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
+function blockSettingsOf(config: BlocksConfig, range: Cidr): BlockSettings {
+  const prefix = config.prefixLength ?? DEFAULT_BLOCK_PREFIX[range.family];
+  const blockAddresses = 1n << BigInt(range.bits - prefix);
+  // config.ts has checked that maxFree leaves room for a block above minFree.
+  const perBlock = Number(blockAddresses);
+  const minFree = config.minFree ?? Math.floor(perBlock / 4);
+  return {
+    prefix,
+    blockAddresses,
+    minFree,
+    maxFree: config.maxFree ?? minFree + perBlock,
+    releaseAfterMs: config.releaseAfterSec * 1000,
+    maxBlocks: config.maxBlocks,
+    waitMs: config.waitMs,
+  };
+}
+
+/**
+ * The spec of a range whose node holds `blocks` (all inside the range, of its prefix): each block's
+ * addresses but its first, inside [start, end] and outside the exclusions. A block's first address is the
+ * node's VXLAN end when the block is the node's first (cluster/plan.ts vtepAddress, flannel's choice, as a
+ * /24's network address was), so it is never a pod's, whichever block comes first.
+ */
+export function withBlocks(spec: PoolSpec, blocks: readonly Cidr[]): PoolSpec {
+  const spans = mergeIntervals(
+    blocks.map((b): [bigint, bigint] => [
+      b.base + 1n > spec.start ? b.base + 1n : spec.start,
+      min(lastOf(b), spec.end),
+    ]),
+  ).filter(([lo, hi]) => lo <= hi);
+  const intervals = subtract(spans, spec.exclusions);
+  return { ...spec, intervals, size: sizeOf(intervals) };
+}
+
+/** The allocatable addresses of one block in `spec`'s range (what it adds to the node's free count). */
+export function blockSizeIn(spec: PoolSpec, block: Cidr): bigint {
+  return withBlocks(spec, [block]).size;
+}
+
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
+
+function sizeOf(intervals: readonly [bigint, bigint][]): bigint {
+  let n = 0n;
+  for (const [lo, hi] of intervals) n += hi - lo + 1n;
+  return n;
+}
+
+/** `from` minus `cut`, both sorted and disjoint. */
+function subtract(from: readonly [bigint, bigint][], cut: readonly [bigint, bigint][]): [bigint, bigint][] {
+  const out: [bigint, bigint][] = [];
+  for (const [lo0, hi] of from) {
+    let lo = lo0;
+    for (const [clo, chi] of cut) {
+      if (chi < lo || clo > hi) continue;
+      if (clo > lo) out.push([lo, clo - 1n]);
+      lo = chi + 1n;
+      if (lo > hi) break;
+    }
+    if (lo <= hi) out.push([lo, hi]);
+  }
+  return out;
+}
+
+/** Sorts and merges intervals that overlap or touch. */
+export function mergeIntervals(list: [bigint, bigint][]): [bigint, bigint][] {
   const sorted = [...list].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   const out: [bigint, bigint][] = [];
   for (const [lo, hi] of sorted) {
@@ -128,13 +219,24 @@ export function addressOfHex(spec: PoolSpec, hex: string): bigint {
   return spec.subnet.base + BigInt(`0x${hex}`);
 }
 
-/** The next allocatable address after `a`, wrapping from `end` to `start` and stepping over exclusions. */
+/**
+ * The next allocatable address after `a`: the next in its interval, else the first of the next interval,
+ * wrapping from the last to the first. `spec.intervals` must not be empty.
+ */
 export function nextCandidate(spec: PoolSpec, a: bigint): bigint {
-  let n = a + 1n;
-  for (;;) {
-    if (n > spec.end || n < spec.start) n = spec.start;
-    const ex = spec.exclusions.find(([lo, hi]) => n >= lo && n <= hi);
-    if (!ex) return n;
-    n = ex[1] + 1n;
+  const n = a + 1n;
+  const { intervals } = spec;
+  // Binary search for the first interval ending at or after n: a fixed subnet has one or a few, a range
+  // one per block held.
+  let lo = 0;
+  let hi = intervals.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    const iv = intervals[mid];
+    if (iv && iv[1] < n) lo = mid + 1;
+    else hi = mid;
   }
+  const at = intervals[lo] ?? intervals[0];
+  if (!at) throw new Error(`pool ${spec.subnetText} has no allocatable interval`);
+  return at === intervals[lo] && n >= at[0] ? n : at[0];
 }

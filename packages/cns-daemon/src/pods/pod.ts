@@ -9,8 +9,10 @@ const PodSchema = z.object({
     uid: z.string().check(z.minLength(1)),
     resourceVersion: z.string().check(z.minLength(1)),
     annotations: z.optional(z.nullable(z.record(z.string(), z.string()))),
+    deletionTimestamp: z.optional(z.nullable(z.string())),
   }),
-  spec: z.optional(z.object({ nodeName: z.optional(z.string()) })),
+  spec: z.optional(z.object({ nodeName: z.optional(z.string()), hostNetwork: z.optional(z.nullable(z.boolean())) })),
+  status: z.optional(z.object({ phase: z.optional(z.nullable(z.string())) })),
 });
 
 /** One pod as ferryd holds it. */
@@ -21,13 +23,19 @@ export interface PodView {
   resourceVersion: string;
   annotations: Readonly<Record<string, string>>;
   nodeName?: string;
+  /**
+   * Set when the pod needs no address from this node's pools: in the node's network namespace, finished
+   * (Succeeded or Failed), or being deleted. The block manager counts the others as demand.
+   */
+  needsNoAddress?: true;
 }
 
 /** The pod a Pod object stands for, or why it cannot be read. */
 export function podViewOf(object: unknown): { pod: PodView } | { problem: string } {
   const r = PodSchema.safeParse(object);
   if (!r.success) return { problem: describeFirstIssue(r.error) };
-  const { metadata, spec } = r.data;
+  const { metadata, spec, status } = r.data;
+  const isFinished = status?.phase === 'Succeeded' || status?.phase === 'Failed';
   return {
     pod: {
       namespace: metadata.namespace,
@@ -36,6 +44,7 @@ export function podViewOf(object: unknown): { pod: PodView } | { problem: string
       resourceVersion: metadata.resourceVersion,
       annotations: metadata.annotations ?? {},
       ...(spec?.nodeName ? { nodeName: spec.nodeName } : {}),
+      ...(spec?.hostNetwork === true || isFinished || metadata.deletionTimestamp ? { needsNoAddress: true } : {}),
     },
   };
 }

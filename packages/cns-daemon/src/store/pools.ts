@@ -45,6 +45,9 @@ export class PoolStore {
   readonly #rowAt;
   readonly #claim;
   readonly #dropCooling;
+  readonly #offsetsDesc;
+  readonly #moveOffset;
+  readonly #rebase;
 
   constructor(db: Db) {
     this.#getPool = db.prepare('SELECT * FROM pools WHERE network = ? AND family = ?');
@@ -94,6 +97,30 @@ export class PoolStore {
          since_ms = excluded.since_ms, available_at_ms = NULL`,
     );
     this.#dropCooling = db.prepare(`DELETE FROM addresses WHERE state = 'PendingRelease'`);
+    this.#offsetsDesc = db
+      .prepare('SELECT offset_hex FROM addresses WHERE pool_id = ? ORDER BY offset_hex DESC')
+      .pluck();
+    this.#moveOffset = db.prepare('UPDATE addresses SET offset_hex = ? WHERE pool_id = ? AND offset_hex = ?');
+    // One change, one transaction: a pool is never half re-based.
+    this.#rebase = db.transaction((poolId: number, subnet: string, shift: (hex: string) => string) => {
+      // From the highest offset down, each row moves past every row not moved yet: the key never collides.
+      for (const hex of this.#offsetsDesc.all(poolId)) {
+        if (typeof hex !== 'string') throw new Error(`corrupt addresses row: offset ${String(hex)}`);
+        this.#moveOffset.run(shift(hex), poolId, hex);
+      }
+      const cursor = this.cursorOf(poolId);
+      this.#updatePoolSubnet.run(subnet, poolId);
+      if (cursor !== null) this.setCursor(poolId, shift(cursor));
+    });
+  }
+
+  /**
+   * Moves the pool to `subnet`, a prefix containing the old one, keeping every address: each row's offset
+   * is shifted (`shift`: old offset → the same address's offset from the new base). Addresses of live
+   * pods do not change; only how they are stored does.
+   */
+  rebase(poolId: number, subnet: string, shift: (hex: string) => string): void {
+    this.#rebase(poolId, subnet, shift);
   }
 
   /** The row of one address (Assigned, or PendingRelease not yet swept); undefined when it is Available. */

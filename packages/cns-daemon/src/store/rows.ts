@@ -86,6 +86,31 @@ export const PoolRowSchema = z.object({
 });
 export type PoolRow = z.infer<typeof PoolRowSchema>;
 
+/** A block of a range this node holds or gives back (migration 0004). */
+export const BlockRowSchema = z.object({
+  pool_id: Int,
+  cidr: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  state: z.enum(['held', 'releasing']),
+  claimed_at_ms: Int,
+  empty_since_ms: OptInt,
+});
+export type BlockRow = z.infer<typeof BlockRowSchema>;
+
+/** An IPClaim this node made for a static address (migration 0004). */
+export const StaticClaimRowSchema = z.object({
+  address: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  state: z.enum(['held', 'releasing']),
+  pod_namespace: z.string(),
+  pod_name: z.string(),
+  pod_uid: z.string(),
+  claimed_at_ms: Int,
+});
+export type StaticClaimRow = z.infer<typeof StaticClaimRowSchema>;
+
 /** `addressesOf`: an address with its pool's family. */
 export const FamilyAddressRowSchema = z.extend(AddressRowSchema, { family: FamilySchema });
 

@@ -29,6 +29,7 @@ const { T0 } = ATTACHMENTS_CLOCK;
 
 export interface World {
   attachments: Attachments;
+  ipam: Ipam;
   inventory: Inventory;
   devices: DeviceStore;
   db: Db;
@@ -56,7 +57,9 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
   const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
   const pci = new PciAddresses(config.sysfsRoot);
   const served = servedGroupsOf(config);
+  const ipam = new Ipam(new PoolStore(db), config);
   const w: World = {
+    ipam,
     db,
     devices,
     journal,
@@ -70,7 +73,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
       db,
       attachmentStore: new AttachmentStore(db),
       devices,
-      ipam: new Ipam(new PoolStore(db), config),
+      ipam,
       tenancy: new Tenancy(
         config.tenancy,
         config.delegatedDevices.map((d) => d.group),

@@ -99,6 +99,7 @@ export const ViolationSchema = z.strictObject({
     'cluster-sync-failing',
     'device-plugin-unregistered',
     'database-recovered',
+    'block-conflict',
   ]),
   /** What it is about: an address, a containerId/ifName, a MAC, a peer node. */
   subject: z.string(),

@@ -18,9 +18,56 @@ const RouteConfigSchema = z.strictObject({
   gw: doc(z.optional(ip()), "Next hop; default: the pod's link-local gateway."),
 });
 
+/** A block's default prefix length per family: Calico's (64 addresses either way). */
+export const DEFAULT_BLOCK_PREFIX = { 4: 26, 6: 122 } as const;
+/** How long an empty block is kept before it goes back to the range, by default. */
+export const DEFAULT_BLOCK_RELEASE_AFTER_SEC = 300;
+/** The most blocks of one pool a node holds, by default (Calico's maxBlocksPerHost). */
+export const DEFAULT_MAX_BLOCKS = 20;
+
+/**
+ * Cluster IPAM for one family of a network (docs/architecture.md "Cluster IPAM"): the pool's `subnet` is
+ * the cluster-wide range, and the node holds blocks of it through IPBlock objects in the Kubernetes API,
+ * claimed ahead of demand as CNS scales its pool: in batches, between a minimum and a maximum free count.
+ */
+export const BlocksConfigSchema = z.strictObject({
+  prefixLength: doc(
+    z.optional(z.number().check(z.int(), z.minimum(1), z.maximum(126))),
+    `The prefix length of a block, longer than the range's. Default: /${DEFAULT_BLOCK_PREFIX[4]} for IPv4, /${DEFAULT_BLOCK_PREFIX[6]} for IPv6 (64 addresses, as Calico).`,
+  ),
+  minFree: doc(
+    z.optional(z.number().check(z.int(), z.minimum(0))),
+    "Claim another block when fewer addresses than this are free in the node's blocks (pods scheduled onto the node and not yet added count as used). Default: a quarter of a block.",
+  ),
+  maxFree: doc(
+    z.optional(z.number().check(z.int(), z.minimum(0))),
+    'Give an empty block back when more addresses than this are free; at least `minFree` plus one block, so a claim never triggers a release and a release never a claim. Default: `minFree` plus one block.',
+  ),
+  releaseAfterSec: doc(
+    z._default(z.number().check(z.minimum(0), z.maximum(86_400)), DEFAULT_BLOCK_RELEASE_AFTER_SEC),
+    'How long a block stays empty before it may go back to the range (at once while the range is exhausted and another node may need it).',
+  ),
+  maxBlocks: doc(
+    z._default(z.number().check(z.int(), z.minimum(1), z.maximum(65_536)), DEFAULT_MAX_BLOCKS),
+    'The most blocks of this pool the node holds.',
+  ),
+  waitMs: doc(
+    z._default(z.number().check(z.int(), z.minimum(0), z.maximum(DEFAULT_DAEMON_TIMEOUTS.requestMs - 2000)), 3000),
+    "How long an ADD that finds the node's blocks full waits for the block being claimed before it fails with code 11 (try again later). Keep it, with `cluster.kubernetes.pods.lookupTimeoutMs`, below the conflist's `daemonTimeouts.requestMs`.",
+  ),
+});
+export type BlocksConfig = z.infer<typeof BlocksConfigSchema>;
+
 /** One address family of a network's pool. */
 export const PoolConfigSchema = z.strictObject({
-  subnet: doc(cidr(), "The pool's subnet; host bits must be zero (10.244.1.0/24, fd00:10:244:1::/64)."),
+  subnet: doc(
+    cidr(),
+    "The pool's subnet; host bits must be zero (10.244.1.0/24, fd00:10:244:1::/64). With `blocks`, the cluster-wide range the node's blocks come from.",
+  ),
+  blocks: doc(
+    z.optional(BlocksConfigSchema),
+    "Cluster IPAM: `subnet` is the whole cluster's range, split into blocks the nodes claim through the Kubernetes API (needs `cluster.kubernetes` and `cluster.nodeName`). Without it, `subnet` is this node's alone (a fixed subnet, or `spec.podCIDRs` rendered by `ferryctl install`).",
+  ),
   rangeStart: doc(z.optional(ip()), "First allocatable address. Default: the subnet's second address."),
   rangeEnd: doc(
     z.optional(ip()),

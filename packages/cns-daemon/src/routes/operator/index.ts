@@ -1,8 +1,10 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { BlockRange } from '@ferry/shared-types/api/blocks';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Operator } from '../../operator';
 import type { PodServices } from '../../pods/build';
+import { operatorBlockRoutes } from './blocks';
 import { operatorDeviceRoutes } from './devices';
 import { operatorEndpointRoutes } from './endpoints';
 import { operatorIpamRoutes } from './ipam';
@@ -24,8 +26,10 @@ function sameToken(given: string, expected: string): boolean {
 export const operatorRoutes: FastifyPluginAsyncZod<{
   operator: Operator;
   pods?: PodServices;
+  /** The block manager, when a network's pool is a range split into blocks. */
+  blocks?: { status(): BlockRange[] };
   tokens?: { read: string; admin?: string };
-}> = async (app, { operator, pods, tokens }) => {
+}> = async (app, { operator, pods, blocks, tokens }) => {
   if (tokens) {
     app.addHook('onRequest', async (req) => {
       const header = req.headers.authorization ?? '';
@@ -45,4 +49,5 @@ export const operatorRoutes: FastifyPluginAsyncZod<{
   await app.register(operatorQueueRoutes, { operator });
   await app.register(operatorNodeRoutes, { operator });
   await app.register(operatorPodRoutes, { pods });
+  await app.register(operatorBlockRoutes, blocks ? { blocks } : {});
 };
