@@ -197,7 +197,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(check.exitCode, `${check.failed}: ${JSON.stringify(check.json)}`).toBe(0);
 
   // Prometheus, from another host: the scrape port, with the ADD counted; nothing else there.
-  const port = spec.containers[0]?.ports?.find((p) => p.name === 'metrics')?.containerPort;
+  const port = ds.spec?.template.metadata?.annotations?.['prometheus.io/port'];
   const scrape = await fetchIn(underlay, 'GET', `http://${NODE.ip}:${port}/metrics`);
   expect(scrape.status).toBe(200);
   expect(scrape.body).toContain('ferry_allocations_total{network="ferry"} 1');
