@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(iproute2 iputils-ping iptables nftables procps util-linux containernetworking-plugins podman runc containerd busybox-static mmdebstrap openssl)
-# Servers the tests run themselves, in their own namespaces (promtool and prometheus for the alert rules and
-# the live scrape): without their Recommends, which would bring node-exporter, a service of its own.
-servers=(prometheus)
+# Servers (and their clients) the tests run themselves, in their own namespaces: promtool and prometheus for
+# the alert rules and the live scrape, docker-registry and skopeo for the image's push and pull. Without
+# their Recommends, which would bring node-exporter, a service of its own.
+servers=(prometheus docker-registry skopeo)
 missing=()
 missing_servers=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

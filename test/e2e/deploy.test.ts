@@ -168,14 +168,16 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
     ]),
   );
   const ferryd = pod.containers.find((c) => c.name === 'ferryd');
-  expect(ferryd?.livenessProbe?.exec?.command).toEqual(['/opt/ferry/bin/ferryctl', 'health']);
-  // Ready means this pod's ferryd serves the socket (its ready file), not just that some ferryd does.
-  expect(ferryd?.readinessProbe?.exec?.command).toEqual([
-    '/opt/ferry/bin/ferryctl',
-    'health',
-    '--ready',
-    '--ready-file=/run/ferry-pod/ready',
-  ]);
+  // The probes are HTTP on the scrape listener: no process started per probe.
+  const cm = manifests().find((m) => m.obj.kind === 'ConfigMap')?.obj as unknown as { data: Record<string, string> };
+  const metrics = FerrydConfigSchema.parse(
+    parseYaml((cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.7.0/24')),
+  ).metrics;
+  expect(ferryd?.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: metrics?.port });
+  expect(ferryd?.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: metrics?.port });
+  expect(ferryd?.livenessProbe?.exec ?? ferryd?.readinessProbe?.exec).toBeUndefined();
+  // Ready means this pod's ferryd serves: the probes start after the postStart hook, which waits for this
+  // pod's ready file (the ferryd of this pod holds the socket and the listener then).
   expect(ferryd?.command).toContain('--ready-file=/run/ferry-pod/ready');
 
   // The config is rendered and checked before the CNI files go onto the host.
