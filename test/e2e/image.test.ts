@@ -346,12 +346,12 @@ test("pushed by build-image.mjs --push, pulled by containerd's CRI as the kubele
 
   // The check-config init container: ferryd --check from the pulled image, on the ConfigMap's template.
   const check = await run('check-config', { '/run/ferry-config/ferryd.yaml': rendered });
-  let status = await containerd.cri.containerStatus(check.id);
   await waitFor(
     'check-config to exit',
-    async () => (status = await containerd.cri.containerStatus(check.id)).state === 'CONTAINER_EXITED',
+    async () => (await containerd.cri.containerStatus(check.id)).state === 'CONTAINER_EXITED',
     60_000,
   );
+  const status = await containerd.cri.containerStatus(check.id);
   expect([status.exitCode, status.imageRef], check.output()).toEqual([0, imageId]);
   expect(check.output()).toContain('config /run/ferry-config/ferryd.yaml is valid');
 
