@@ -263,9 +263,10 @@ test("pushed by build-image.mjs --push, pulled by containerd's CRI as the kubele
     '--push-insecure',
   );
   expect(pushed.exitCode, pushed.stderr).toBe(0);
-  expect(pushed.stdout).toMatch(
-    new RegExp(`^pushed ${registry.address}/${repository}:${tag}@sha256:[0-9a-f]{64}$`, 'm'),
-  );
+  const digest = new RegExp(`^pushed ${registry.address}/${repository}:${tag}@(sha256:[0-9a-f]{64})$`, 'm').exec(
+    pushed.stdout,
+  )?.[1];
+  expect(digest, pushed.stdout).toBeDefined();
   const archived = JSON.parse((await execa('tar', ['-xOf', archive, 'manifest.json'])).stdout) as { Config: string }[];
   const imageId = `sha256:${archived[0]?.Config.replace(/\.json$/, '')}`;
 
@@ -352,7 +353,8 @@ test("pushed by build-image.mjs --push, pulled by containerd's CRI as the kubele
     60_000,
   );
   const status = await containerd.cri.containerStatus(check.id);
-  expect([status.exitCode, status.imageRef], check.output()).toEqual([0, imageId]);
+  // The container runs the pushed manifest, by the DaemonSet's name.
+  expect([status.exitCode, status.imageRef], check.output()).toEqual([0, `${registryHost}/${repository}@${digest}`]);
   expect(check.output()).toContain('config /run/ferry-config/ferryd.yaml is valid');
 
   // ferryd itself, on the node's network, with the template less its cluster section (no API server
