@@ -31,7 +31,16 @@ import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { buildProblems } from './build-manifest.mjs';
 import { writeDockerArchive } from './docker-archive.mjs';
-import { DEBIAN_PACKAGES, DEBIAN_SUITE, ENTRYPOINT, FERRY_PREFIX, NODE_MAJOR, NODE_PATH } from './image-contents.mjs';
+import {
+  CNI_PLUGINS,
+  CNI_PLUGINS_DIR,
+  DEBIAN_PACKAGES,
+  DEBIAN_SUITE,
+  ENTRYPOINT,
+  FERRY_PREFIX,
+  NODE_MAJOR,
+  NODE_PATH,
+} from './image-contents.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** What the image takes of the nodejs package: the runtime and its licence, not npm, headers or docs. */
@@ -207,6 +216,9 @@ function buildRootfs(layer, sources, imageJson) {
     [
       inImage('sh -ec "ip -V; nft --version; iptables --version; flock --version; nsenter --version"'),
       inImage(
+        `sh -ec "ls ${CNI_PLUGINS_DIR}; ${CNI_PLUGINS.map((p) => `test -x ${CNI_PLUGINS_DIR}/${p}`).join('; ')}"`,
+      ),
+      inImage(
         `node -e "require('${FERRY_PREFIX}/lib/better_sqlite3.node'); console.log('node', process.version, 'loads better_sqlite3.node (ABI', process.versions.modules + ')')"`,
       ),
     ].join(' && '),
@@ -223,6 +235,9 @@ function buildRootfs(layer, sources, imageJson) {
       // Manuals, translations and docs are not run in a DaemonSet; copyright files stay.
       ...['man', 'locale', 'info', 'doc'].map((d) => `--dpkgopt=path-exclude=/usr/share/${d}/*`),
       '--dpkgopt=path-include=/usr/share/doc/*/copyright',
+      // Of the reference plugins (~45 MB), the ones nodes may lack (CNI_PLUGINS, ~5 MB).
+      `--dpkgopt=path-exclude=${CNI_PLUGINS_DIR}/*`,
+      ...CNI_PLUGINS.map((p) => `--dpkgopt=path-include=${CNI_PLUGINS_DIR}/${p}`),
       ...hooks.map((h) => `--customize-hook=${h}`),
       DEBIAN_SUITE,
       layer,

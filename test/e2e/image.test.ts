@@ -27,7 +27,7 @@ import { nodeObject, podObject, useKubeApi } from '../fixtures/kube-api';
 import { runPod } from '../fixtures/kubelet';
 import { inNetns, inNetnsTry, useNetns, useVeth } from '../fixtures/netns';
 import { NODE_IPV4, useNodeNetns } from '../fixtures/node';
-import { DIST_BIN, PREFIX, REFERENCE_PLUGINS, ROOT } from '../fixtures/paths';
+import { DIST_BIN, PREFIX, ROOT } from '../fixtures/paths';
 import { usePodmanStore } from '../fixtures/podman';
 import { useRegistry } from '../fixtures/registry';
 import { writeSelfSignedCert } from '../fixtures/tls';
@@ -148,7 +148,9 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   // ferryd, then its postStart hook (ferryctl install, waiting for this ferryd to serve): the CNI files.
   await pod.startContainers();
   expect(pod.postStartOutput('ferryd')).toMatch(/installed \/host\/etc\/cni\/net\.d\/10-ferry\.conflist/);
-  expect(readdirSync(cniBin)).toEqual(['ferry-cni']);
+  // The stand-in node has no CNI plugins: the image's portmap (the conflist chains it) and loopback went in.
+  expect(readdirSync(cniBin).sort()).toEqual(['ferry-cni', 'loopback', 'portmap']);
+  expect(pod.postStartOutput('ferryd')).toMatch(/installed \/host\/opt\/cni\/bin\/portmap \(the node had none\)/);
   expect(readFileSync(join(cniBin, 'ferry-cni')).equals(readFileSync(join(DIST_BIN, 'ferry-cni')))).toBe(true);
   expect(readdirSync(cniConf)).toEqual(['10-ferry.conflist']);
   const installed = readFileSync(join(cniConf, '10-ferry.conflist'), 'utf8');
@@ -169,7 +171,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(await inNetns(node, 'nft', 'list', 'tables')).toContain('table inet ferry');
 
   // A pod, as the runtime would run the installed conflist: ferry-cni from the node's CNI bin dir
-  // (portmap from Debian's plugins), the pod's name in CNI_ARGS. Paths on the node's host paths are
+  // (portmap from the image, put there by the install step), the pod's name in CNI_ARGS. Paths on the node's host paths are
   // where the stand-in keeps them.
   const conflist = JSON.parse(installed) as Conflist;
   const onNode = (v: unknown) => (typeof v === 'string' && v.startsWith('/') ? pod.onHost(v) : v);
@@ -183,7 +185,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
     containerId,
     ifName: 'eth0',
     netns: await useNetns(t, 'pod'),
-    cniPath: [cniBin, REFERENCE_PLUGINS],
+    cniPath: [cniBin],
     cniArgs: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${POD.namespace};K8S_POD_NAME=${POD.name};K8S_POD_INFRA_CONTAINER_ID=${containerId}`,
   };
   const add = await conflistAdd(node, conflist, call);
@@ -229,7 +231,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(await pod.logs('ferryd')).toContain('"msg":"ferryd stopped"');
   expect(readdirSync(cniConf)).toEqual(['10-ferry.conflist']);
   expect(readFileSync(join(cniConf, '10-ferry.conflist'), 'utf8')).toBe(installed);
-  expect(readdirSync(cniBin)).toEqual(['ferry-cni']);
+  expect(readdirSync(cniBin).sort()).toEqual(['ferry-cni', 'loopback', 'portmap']);
 });
 
 /** A conflist the hostNetwork sandbox below never runs (the CRI plugin wants one to start). */
