@@ -8,7 +8,14 @@
 // tagged as deploy/daemonset.yaml names it. deploy/Dockerfile describes the same image for builders with a
 // registry.
 //
-//   node scripts/build-image.mjs [--out FILE] [--load]      (as root, after `pnpm build`)
+//   node scripts/build-image.mjs [--out FILE] [--load] [--push REF [--push-insecure]]   (as root, after `pnpm build`)
+//   node scripts/build-image.mjs --archive FILE --push REF [--push-insecure]           (push a built archive)
+//
+// --push copies the image to any registry with skopeo (Debian's), e.g. --push
+// registry.example:5000/ferry-cni/ferry:0.1.0; nodes then pull it as the DaemonSet names it
+// (ghcr.io/ferry-cni/ferry:0.1.0) through a registry mirror, or by that name after an `images:` edit of the
+// kustomization. --push-insecure: a registry on plain HTTP or with a certificate the build host does not
+// trust. skopeo's credentials are its own (`skopeo login`, or REGISTRY_AUTH_FILE).
 //
 // Reproducible: with the same dist/, nodejs package and apt mirror content, two builds give the same
 // layer and the same image ID. SOURCE_DATE_EPOCH (default: the commit time of HEAD) is every file's
@@ -24,7 +31,16 @@ import { parseArgs } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 import { buildProblems } from './build-manifest.mjs';
 import { writeDockerArchive } from './docker-archive.mjs';
-import { DEBIAN_PACKAGES, DEBIAN_SUITE, ENTRYPOINT, FERRY_PREFIX, NODE_MAJOR, NODE_PATH } from './image-contents.mjs';
+import {
+  CNI_PLUGINS,
+  CNI_PLUGINS_DIR,
+  DEBIAN_PACKAGES,
+  DEBIAN_SUITE,
+  ENTRYPOINT,
+  FERRY_PREFIX,
+  NODE_MAJOR,
+  NODE_PATH,
+} from './image-contents.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** What the image takes of the nodejs package: the runtime and its licence, not npm, headers or docs. */
@@ -32,7 +48,13 @@ const NODE_FILES = [NODE_PATH, '/usr/share/doc/nodejs/LICENSE', '/usr/share/doc/
 const SOURCES = ['/etc/apt/sources.list.d/debian.sources', '/etc/apt/sources.list'];
 
 const { values: flags } = parseArgs({
-  options: { out: { type: 'string' }, load: { type: 'boolean', default: false } },
+  options: {
+    out: { type: 'string' },
+    load: { type: 'boolean', default: false },
+    push: { type: 'string' },
+    'push-insecure': { type: 'boolean', default: false },
+    archive: { type: 'string' },
+  },
   strict: true,
 });
 const fail = (msg) => {
@@ -41,6 +63,13 @@ const fail = (msg) => {
 };
 const text = (cmd, args, opts = {}) => execFileSync(cmd, args, { encoding: 'utf8', ...opts }).trim();
 const started = Date.now();
+
+if (flags.archive) {
+  if (!flags.push) fail('--archive pushes a built archive: it needs --push REF');
+  if (!existsSync(flags.archive)) fail(`--archive ${flags.archive}: no such file`);
+  push(resolve(flags.archive), flags.push);
+  process.exit(0);
+}
 
 const problems = buildProblems(root);
 if (problems.length > 0) fail(`dist/ is not a build of this checkout; run \`pnpm build\`:\n  ${problems.join('\n  ')}`);
@@ -106,6 +135,25 @@ process.stdout.write(
   ].join('\n'),
 );
 if (flags.load) run('podman', ['load', '-i', out]);
+if (flags.push) push(out, flags.push);
+
+/** The archive to `ref` in a registry (skopeo copy: the layer and config as they are, so the same digest). */
+function push(archive, ref) {
+  const dest = ref.startsWith('docker://') ? ref : `docker://${ref}`;
+  ensurePackage('skopeo', 'skopeo');
+  const digestFile = `${archive}.digest`;
+  run('skopeo', [
+    'copy',
+    '--quiet',
+    ...(flags['push-insecure'] ? ['--dest-tls-verify=false'] : []),
+    `--digestfile=${digestFile}`,
+    `docker-archive:${archive}`,
+    dest,
+  ]);
+  const digest = readFileSync(digestFile, 'utf8').trim();
+  rmSync(digestFile, { force: true });
+  process.stdout.write(`pushed ${dest.slice('docker://'.length)}@${digest}\n`);
+}
 
 /** The image deploy/daemonset.yaml runs (every container of it runs the same one). */
 function imageOfDaemonSet() {
@@ -139,9 +187,14 @@ function nodePackage() {
 }
 
 function ensureMmdebstrap() {
-  if (text('sh', ['-c', 'command -v mmdebstrap || true'])) return;
-  process.stdout.write('build-image: installing mmdebstrap (Debian package)\n');
-  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'mmdebstrap'], {
+  ensurePackage('mmdebstrap', 'mmdebstrap');
+}
+
+/** Installs the Debian package that has `command`, when it is not on PATH. */
+function ensurePackage(command, pkg) {
+  if (text('sh', ['-c', `command -v ${command} || true`])) return;
+  process.stdout.write(`build-image: installing ${pkg} (Debian package)\n`);
+  run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', pkg], {
     DEBIAN_FRONTEND: 'noninteractive',
   });
 }
@@ -163,6 +216,9 @@ function buildRootfs(layer, sources, imageJson) {
     [
       inImage('sh -ec "ip -V; nft --version; iptables --version; flock --version; nsenter --version"'),
       inImage(
+        `sh -ec "ls ${CNI_PLUGINS_DIR}; ${CNI_PLUGINS.map((p) => `test -x ${CNI_PLUGINS_DIR}/${p}`).join('; ')}"`,
+      ),
+      inImage(
         `node -e "require('${FERRY_PREFIX}/lib/better_sqlite3.node'); console.log('node', process.version, 'loads better_sqlite3.node (ABI', process.versions.modules + ')')"`,
       ),
     ].join(' && '),
@@ -179,6 +235,9 @@ function buildRootfs(layer, sources, imageJson) {
       // Manuals, translations and docs are not run in a DaemonSet; copyright files stay.
       ...['man', 'locale', 'info', 'doc'].map((d) => `--dpkgopt=path-exclude=/usr/share/${d}/*`),
       '--dpkgopt=path-include=/usr/share/doc/*/copyright',
+      // Of the reference plugins (~45 MB), the ones nodes may lack (CNI_PLUGINS, ~5 MB).
+      `--dpkgopt=path-exclude=${CNI_PLUGINS_DIR}/*`,
+      ...CNI_PLUGINS.map((p) => `--dpkgopt=path-include=${CNI_PLUGINS_DIR}/${p}`),
       ...hooks.map((h) => `--customize-hook=${h}`),
       DEBIAN_SUITE,
       layer,

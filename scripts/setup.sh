@@ -7,12 +7,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(iproute2 iputils-ping iptables nftables procps util-linux containernetworking-plugins podman runc containerd busybox-static mmdebstrap openssl)
+# Servers (and their clients) the tests run themselves, in their own namespaces: promtool and prometheus for
+# the alert rules and the live scrape, docker-registry and skopeo for the image's push and pull. Without
+# their Recommends, which would bring node-exporter, a service of its own.
+servers=(prometheus docker-registry skopeo)
 missing=()
+missing_servers=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if ((${#missing[@]} > 0)); then
-  echo "setup: installing ${missing[*]}"
+for p in "${servers[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing_servers+=("$p"); done
+if ((${#missing[@]} + ${#missing_servers[@]} > 0)); then
+  echo "setup: installing ${missing[*]} ${missing_servers[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  if ((${#missing[@]} > 0)); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+  if ((${#missing_servers[@]} > 0)); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing_servers[@]}" >/dev/null
+  fi
 fi
 
 # corepack's signature check fails on these machines, so pnpm comes from npm, pinned.

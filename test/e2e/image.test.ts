@@ -11,22 +11,25 @@
  * FERRY_IMAGE_ARCHIVE=<archive of build-image.mjs> skips the build (only for reruns by hand: the archive
  * must hold this checkout's dist/, which the test checks).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { IDaemonSet } from 'kubernetes-models/apps/v1/DaemonSet';
-import { expect, test } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { afterAll, expect, test } from 'vitest';
+import { parseAllDocuments, parse as parseYaml, stringify } from 'yaml';
 import { newContainerId } from '../fixtures/conf';
 import { type Conflist, conflistAdd, conflistCheck, conflistDel } from '../fixtures/conflist';
+import { useContainerd } from '../fixtures/containerd';
 import { fetchIn } from '../fixtures/http';
 import { link, linkNames, ping, routes } from '../fixtures/kernel';
 import { nodeObject, podObject, useKubeApi } from '../fixtures/kube-api';
 import { runPod } from '../fixtures/kubelet';
-import { inNetns, useNetns, useVeth } from '../fixtures/netns';
+import { inNetns, inNetnsTry, useNetns, useVeth } from '../fixtures/netns';
 import { NODE_IPV4, useNodeNetns } from '../fixtures/node';
-import { DIST_BIN, REFERENCE_PLUGINS, ROOT } from '../fixtures/paths';
+import { DIST_BIN, PREFIX, ROOT } from '../fixtures/paths';
 import { usePodmanStore } from '../fixtures/podman';
+import { useRegistry } from '../fixtures/registry';
 import { writeSelfSignedCert } from '../fixtures/tls';
 import { useTmpDir } from '../fixtures/tmp';
 import { waitFor } from '../fixtures/wait';
@@ -41,19 +44,29 @@ function manifests(): { kind?: string }[] {
     .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, 'deploy', f), 'utf8')).map((d) => d.toJSON()));
 }
 
-/** The image archive: built now (its summary printed), or the one FERRY_IMAGE_ARCHIVE names. */
-async function imageArchive(dir: string): Promise<string> {
+/**
+ * The image archive, built once for every test of this file (its summary printed), or the one
+ * FERRY_IMAGE_ARCHIVE names. It lives under the run's prefix until the file's tests are done (global-setup
+ * removes it after a killed run).
+ */
+let built: Promise<string> | undefined;
+const buildDir = mkdtempSync(join(tmpdir(), `${PREFIX}image-build-`));
+afterAll(() => rmSync(buildDir, { recursive: true, force: true }));
+function imageArchive(): Promise<string> {
   const given = process.env.FERRY_IMAGE_ARCHIVE;
-  if (given) return given;
-  const out = join(dir, 'ferry.tar');
-  const build = await execa(process.execPath, [join(ROOT, 'scripts', 'build-image.mjs'), '--out', out], {
-    reject: false,
-    all: true,
-    timeout: 900_000,
-  });
-  expect(build.exitCode, build.all).toBe(0);
-  console.log(`image: ${build.stdout}`);
-  return out;
+  if (given) return Promise.resolve(given);
+  built ??= (async () => {
+    const out = join(buildDir, 'ferry.tar');
+    const build = await execa(process.execPath, [join(ROOT, 'scripts', 'build-image.mjs'), '--out', out], {
+      reject: false,
+      all: true,
+      timeout: 900_000,
+    });
+    if (build.exitCode !== 0) throw new Error(`build-image.mjs exited ${build.exitCode}:\n${build.all}`);
+    console.log(`image: ${build.stdout}`);
+    return out;
+  })();
+  return built;
 }
 
 test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, serve, ADD/CHECK/DEL, probes, scrape, SIGTERM', {
@@ -69,7 +82,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   if (!spec) throw new Error('the DaemonSet has no pod spec');
   const image = spec.containers[0]?.image ?? '';
   const dir = useTmpDir(t, 'image');
-  const archive = await imageArchive(dir);
+  const archive = await imageArchive();
 
   // The node: its own namespace with an address on a link to the rest of the network (the underlay,
   // where the peer node would be and whence Prometheus scrapes), and the API server on its loopback.
@@ -135,15 +148,18 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   // ferryd, then its postStart hook (ferryctl install, waiting for this ferryd to serve): the CNI files.
   await pod.startContainers();
   expect(pod.postStartOutput('ferryd')).toMatch(/installed \/host\/etc\/cni\/net\.d\/10-ferry\.conflist/);
-  expect(readdirSync(cniBin)).toEqual(['ferry-cni']);
+  // The stand-in node has no CNI plugins: the image's portmap (the conflist chains it) and loopback went in.
+  expect(readdirSync(cniBin).sort()).toEqual(['ferry-cni', 'loopback', 'portmap']);
+  expect(pod.postStartOutput('ferryd')).toMatch(/installed \/host\/opt\/cni\/bin\/portmap \(the node had none\)/);
   expect(readFileSync(join(cniBin, 'ferry-cni')).equals(readFileSync(join(DIST_BIN, 'ferry-cni')))).toBe(true);
   expect(readdirSync(cniConf)).toEqual(['10-ferry.conflist']);
   const installed = readFileSync(join(cniConf, '10-ferry.conflist'), 'utf8');
   expect(installed).toBe(cm.data['10-ferry.conflist']);
   // Ready once its readiness probe passes; both probes' commands, inside the image.
   await pod.waitReady('ferryd');
-  expect(await pod.probe('ferryd', 'livenessProbe')).toEqual({ exitCode: 0, output: 'alive' });
-  expect(await pod.probe('ferryd', 'readinessProbe')).toEqual({ exitCode: 0, output: 'ready' });
+  // Both probes, as the kubelet sends them: HTTP from the node to the pod's (the node's) address.
+  expect(await pod.probe('ferryd', 'livenessProbe')).toMatchObject({ exitCode: 0 });
+  expect(JSON.parse((await pod.probe('ferryd', 'readinessProbe')).output)).toMatchObject({ ready: true });
   // From inside the image, ferryd routed the peer's pod CIDR over its VXLAN device (ip) and put in its
   // egress masquerade table (nft), in the node's namespace and nowhere else.
   await waitFor(
@@ -155,7 +171,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(await inNetns(node, 'nft', 'list', 'tables')).toContain('table inet ferry');
 
   // A pod, as the runtime would run the installed conflist: ferry-cni from the node's CNI bin dir
-  // (portmap from Debian's plugins), the pod's name in CNI_ARGS. Paths on the node's host paths are
+  // (portmap from the image, put there by the install step), the pod's name in CNI_ARGS. Paths on the node's host paths are
   // where the stand-in keeps them.
   const conflist = JSON.parse(installed) as Conflist;
   const onNode = (v: unknown) => (typeof v === 'string' && v.startsWith('/') ? pod.onHost(v) : v);
@@ -169,7 +185,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
     containerId,
     ifName: 'eth0',
     netns: await useNetns(t, 'pod'),
-    cniPath: [cniBin, REFERENCE_PLUGINS],
+    cniPath: [cniBin],
     cniArgs: `IgnoreUnknown=1;K8S_POD_NAMESPACE=${POD.namespace};K8S_POD_NAME=${POD.name};K8S_POD_INFRA_CONTAINER_ID=${containerId}`,
   };
   const add = await conflistAdd(node, conflist, call);
@@ -197,7 +213,7 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(check.exitCode, `${check.failed}: ${JSON.stringify(check.json)}`).toBe(0);
 
   // Prometheus, from another host: the scrape port, with the ADD counted; nothing else there.
-  const port = spec.containers[0]?.ports?.find((p) => p.name === 'metrics')?.containerPort;
+  const port = ds.spec?.template.metadata?.annotations?.['prometheus.io/port'];
   const scrape = await fetchIn(underlay, 'GET', `http://${NODE.ip}:${port}/metrics`);
   expect(scrape.status).toBe(200);
   expect(scrape.body).toContain('ferry_allocations_total{network="ferry"} 1');
@@ -215,5 +231,149 @@ test('the DaemonSet of deploy/ from the image build-image.mjs makes: install, se
   expect(await pod.logs('ferryd')).toContain('"msg":"ferryd stopped"');
   expect(readdirSync(cniConf)).toEqual(['10-ferry.conflist']);
   expect(readFileSync(join(cniConf, '10-ferry.conflist'), 'utf8')).toBe(installed);
-  expect(readdirSync(cniBin)).toEqual(['ferry-cni']);
+  expect(readdirSync(cniBin).sort()).toEqual(['ferry-cni', 'loopback', 'portmap']);
+});
+
+/** A conflist the hostNetwork sandbox below never runs (the CRI plugin wants one to start). */
+const LOOPBACK_ONLY: Conflist = { cniVersion: '1.0.0', name: 'lo', plugins: [{ type: 'loopback' }] };
+
+test("pushed by build-image.mjs --push, pulled by containerd's CRI as the kubelet pulls the DaemonSet's image (a mirror for its registry), its containers run from it over the CRI", {
+  timeout: 1_200_000,
+}, async (t) => {
+  const objects = manifests();
+  const ds = objects.find((o) => o.kind === 'DaemonSet') as IDaemonSet;
+  const cm = objects.find((o) => o.kind === 'ConfigMap') as { data: Record<string, string> };
+  const spec = ds.spec?.template.spec;
+  if (!spec) throw new Error('the DaemonSet has no pod spec');
+  const image = spec.containers[0]?.image ?? '';
+  const registryHost = image.slice(0, image.indexOf('/'));
+  const repository = image.slice(image.indexOf('/') + 1, image.lastIndexOf(':'));
+  const tag = image.slice(image.lastIndexOf(':') + 1);
+  const archive = await imageArchive();
+
+  // The registry on the node's loopback; the image pushed there under the DaemonSet's repository and tag.
+  const node = await useNodeNetns(t);
+  const registry = await useRegistry(t, node);
+  const pushed = await inNetnsTry(
+    node,
+    process.execPath,
+    join(ROOT, 'scripts', 'build-image.mjs'),
+    '--archive',
+    archive,
+    '--push',
+    `${registry.address}/${repository}:${tag}`,
+    '--push-insecure',
+  );
+  expect(pushed.exitCode, pushed.stderr).toBe(0);
+  const digest = new RegExp(`^pushed ${registry.address}/${repository}:${tag}@(sha256:[0-9a-f]{64})$`, 'm').exec(
+    pushed.stdout,
+  )?.[1];
+  expect(digest, pushed.stdout).toBeDefined();
+  const archived = JSON.parse((await execa('tar', ['-xOf', archive, 'manifest.json'])).stdout) as { Config: string }[];
+  const imageId = `sha256:${archived[0]?.Config.replace(/\.json$/, '')}`;
+
+  // containerd as a node runs it, its registry config naming the mirror for the DaemonSet's registry
+  // (which is unreachable from here: only the mirror can answer). PullImage is the kubelet's call.
+  const containerd = await useContainerd(t, {
+    node,
+    conflist: LOOPBACK_ONLY,
+    mirrors: { [registryHost]: `http://${registry.address}` },
+  });
+  const base = containerd.podConfig('ferryd-cri');
+  const sandboxConfig = {
+    ...base,
+    hostname: '',
+    linux: {
+      ...base.linux,
+      securityContext: { namespaceOptions: { network: 'NODE', pid: 'NODE' } as const, privileged: true },
+    },
+  };
+  const ref = await containerd.cri.pullImage(image, sandboxConfig);
+  expect(ref).toBe(imageId);
+  expect(registry.log()).toContain(`/v2/${repository}/manifests/${tag}`);
+  mkdirSync(sandboxConfig.logDirectory, { recursive: true });
+  const sandbox = await containerd.cri.runPodSandbox(sandboxConfig);
+
+  // The containers as the kubelet makes them of the pod spec: command, env (the downward API's node name,
+  // the API server's Service), a directory per volume mount, privileged, the host's network and PIDs.
+  const host = useTmpDir(t, 'cri-volumes');
+  const rendered = (cm.data['ferryd.yaml.tmpl'] ?? '').replaceAll('{{POD_CIDR_V4}}', '10.244.9.0/24');
+  const run = async (name: string, files: Record<string, string> = {}) => {
+    const c = [...(spec.initContainers ?? []), ...spec.containers].find((x) => x.name === name);
+    if (!c) throw new Error(`no container ${name}`);
+    const mounts = (c.volumeMounts ?? []).map((m) => {
+      const dir = join(host, name, m.name);
+      mkdirSync(dir, { recursive: true });
+      return { containerPath: m.mountPath, hostPath: dir, readonly: m.readOnly ?? false };
+    });
+    for (const [path, text] of Object.entries(files)) {
+      const mount = mounts.find((m) => path.startsWith(`${m.containerPath}/`));
+      if (!mount) throw new Error(`${path} is on no mount of ${name}`);
+      writeFileSync(join(mount.hostPath, path.slice(mount.containerPath.length)), text);
+    }
+    const env = (c.env ?? []).map((e) => ({
+      key: e.name,
+      value: e.valueFrom?.fieldRef?.fieldPath === 'spec.nodeName' ? 'node-cri' : (e.value ?? ''),
+    }));
+    const id = await containerd.cri.createContainer(
+      sandbox,
+      {
+        metadata: { name, attempt: 0 },
+        image: { image },
+        command: c.command ?? [],
+        args: c.args ?? [],
+        envs: [
+          ...env,
+          { key: 'KUBERNETES_SERVICE_HOST', value: '10.96.0.1' },
+          { key: 'KUBERNETES_SERVICE_PORT', value: '443' },
+        ],
+        mounts,
+        logPath: `${name}.log`,
+        linux: {
+          securityContext: {
+            privileged: c.securityContext?.privileged ?? false,
+            namespaceOptions: { network: 'NODE', pid: 'NODE' },
+          },
+        },
+      },
+      sandboxConfig,
+    );
+    await containerd.cri.startContainer(id);
+    const output = () =>
+      readFileSync(join(sandboxConfig.logDirectory, `${name}.log`), 'utf8')
+        .split('\n')
+        .map((l) => l.replace(/^\S+ (stdout|stderr) [FP] /, ''))
+        .join('\n');
+    return { id, mounts, output };
+  };
+
+  // The check-config init container: ferryd --check from the pulled image, on the ConfigMap's template.
+  const check = await run('check-config', { '/run/ferry-config/ferryd.yaml': rendered });
+  await waitFor(
+    'check-config to exit',
+    async () => (await containerd.cri.containerStatus(check.id)).state === 'CONTAINER_EXITED',
+    60_000,
+  );
+  const status = await containerd.cri.containerStatus(check.id);
+  // The container runs the pushed manifest, by the DaemonSet's name.
+  expect([status.exitCode, status.imageRef], check.output()).toEqual([0, `${registryHost}/${repository}@${digest}`]);
+  expect(check.output()).toContain('config /run/ferry-config/ferryd.yaml is valid');
+
+  // ferryd itself, on the node's network, with the template less its cluster section (no API server
+  // here): it serves, writes this pod's ready file, and the readiness probe passes as the kubelet sends it.
+  const { cluster: _, ...local } = parseYaml(rendered) as Record<string, unknown>;
+  const ferryd = await run('ferryd', { '/run/ferry-config/ferryd.yaml': stringify(local) });
+  const probe = spec.containers.find((c) => c.name === 'ferryd')?.readinessProbe?.httpGet;
+  await waitFor(
+    'ferryd ready, as its readiness probe sees it',
+    async () =>
+      (await fetchIn(node, 'GET', `http://${NODE_IPV4}:${probe?.port}${probe?.path}`).catch(() => ({ status: 0 })))
+        .status === 200,
+    60_000,
+  ).catch((err) => {
+    throw new Error(`${err}\n${ferryd.output()}`);
+  });
+  const podState = ferryd.mounts.find((m) => m.containerPath === '/run/ferry-pod')?.hostPath ?? '';
+  expect(readdirSync(podState)).toEqual(['ready']);
+  expect((await containerd.cri.containerStatus(ferryd.id)).state).toBe('CONTAINER_RUNNING');
 });

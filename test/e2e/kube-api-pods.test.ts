@@ -20,8 +20,11 @@ interface KubeObject {
   metadata: { name: string; resourceVersion: string; annotations?: Record<string, string> };
 }
 
-async function patchPod(api: KubeApi, ns: string, name: string, contentType: string, body: unknown) {
-  const res = await fetch(`${api.url}/api/v1/namespaces/${ns}/pods/${name}`, {
+/** The PATCH tests are of the API's rules, not of who may: no RBAC (ferry's account may not patch pods). */
+const UNAUTHORIZED = { serviceAccount: false } as const;
+
+async function patchPod(api: KubeApi, ns: string, name: string, contentType: string, body: unknown, sub = '') {
+  const res = await fetch(`${api.url}/api/v1/namespaces/${ns}/pods/${name}${sub}`, {
     method: 'PATCH',
     headers: { 'content-type': contentType },
     body: JSON.stringify(body),
@@ -133,7 +136,7 @@ describe('pods: list and watch', () => {
 
 describe('pods: GET and PATCH', () => {
   test('GET one pod, or 404 with a NotFound Status', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const { uid } = await api.putPod(podObject('a', 'web-1', 'node-a'));
     const pod = await getJson(`${api.url}/api/v1/namespaces/a/pods/web-1`);
     expect(pod).toMatchObject({ status: 200, body: { kind: 'Pod', metadata: { name: 'web-1', namespace: 'a', uid } } });
@@ -151,7 +154,7 @@ describe('pods: GET and PATCH', () => {
   });
 
   test('merge patch of annotations: null removes, a MODIFIED event follows; a stale resourceVersion is 409', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     await api.putPod(podObject('a', 'web-1', 'node-a', { keep: 'me', drop: 'me' }));
     const w = await openWatch(api, 'fieldSelector=metadata.name%3Dweb-1');
     t.onTestFinished(() => w.close());
@@ -180,7 +183,7 @@ describe('pods: GET and PATCH', () => {
   });
 
   test('JSON patch: a test that holds applies, one that fails is 422 and changes nothing', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     await api.putPod(podObject('a', 'web-1', 'node-a', { 'k8s.v1.cni.cncf.io/network-status': '[]' }));
     const path = '/metadata/annotations/k8s.v1.cni.cncf.io~1network-status';
     const ok = await patchPod(api, 'a', 'web-1', 'application/json-patch+json', [
@@ -201,7 +204,7 @@ describe('pods: GET and PATCH', () => {
   });
 
   test('what the API server refuses: other patch types 415, bad annotations 422, spec changes 422 here, missing pods 404', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     await api.putPod(podObject('a', 'web-1', 'node-a'));
     const smp = await patchPod(api, 'a', 'web-1', 'application/strategic-merge-patch+json', { metadata: {} });
     expect(smp).toMatchObject({ status: 415, body: { reason: 'UnsupportedMediaType' } });
@@ -226,7 +229,7 @@ describe('pods: GET and PATCH', () => {
   });
 
   test('driver: raceNextPatch makes a patch with the old resourceVersion conflict; failNext fails requests as told', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const { resourceVersion } = await api.putPod(podObject('a', 'web-1', 'node-a'));
     await api.raceNextPatch('a', 'web-1', { 'other.example/status': 'theirs' });
     const raced = await patchPod(api, 'a', 'web-1', 'application/merge-patch+json', {
@@ -238,5 +241,54 @@ describe('pods: GET and PATCH', () => {
     expect((await getJson(`${api.url}/api/v1/namespaces/a/pods/web-1`)).status).toBe(503);
     expect((await getJson(`${api.url}/api/v1/namespaces/a/pods/web-1`)).status).toBe(503);
     expect((await getJson(`${api.url}/api/v1/namespaces/a/pods/web-1`)).status).toBe(200);
+  });
+
+  test('pods/status: a patch changes annotations, labels and status, never the spec; RBAC lets Ferry patch pods/status and refuses pods (403)', async (t) => {
+    const api = await useKubeApi(t);
+    await api.putPod(podObject('a', 'web-1', 'node-a'));
+    const patched = await patchPod(
+      api,
+      'a',
+      'web-1',
+      'application/merge-patch+json',
+      {
+        metadata: { annotations: { 'k8s.v1.cni.cncf.io/network-status': '[]' }, labels: { extra: 'y' } },
+        spec: { nodeName: 'node-b', containers: [{ name: 'evil', image: 'evil.example/x' }] },
+        status: { message: 'set through status' },
+      },
+      '/status',
+    );
+    expect(patched.status).toBe(200);
+    const stored = await api.getPod('a', 'web-1');
+    expect(stored?.metadata.annotations).toEqual({ 'k8s.v1.cni.cncf.io/network-status': '[]' });
+    expect(stored?.metadata.labels).toMatchObject({ extra: 'y' });
+    expect(stored?.status).toMatchObject({ message: 'set through status', phase: 'Running' });
+    // The spec is the one stored, whatever the patch said of it.
+    expect(stored?.spec).toEqual(podObject('a', 'web-1', 'node-a').spec);
+    // The metadata's other fields stay immutable there too.
+    const renamed = await patchPod(
+      api,
+      'a',
+      'web-1',
+      'application/merge-patch+json',
+      { metadata: { uid: 'x' } },
+      '/status',
+    );
+    expect(renamed.status).toBe(422);
+    // deploy/rbac.yaml, as RBAC reads it: Ferry's account may patch the status, not the pod.
+    const refused = await patchPod(api, 'a', 'web-1', 'application/merge-patch+json', {
+      metadata: { labels: { a: 'b' } },
+    });
+    expect(refused).toMatchObject({ status: 403, body: { kind: 'Status', reason: 'Forbidden', code: 403 } });
+    expect(refused.body.message).toBe(
+      'pods "web-1" is forbidden: User "system:serviceaccount:ferry-system:ferry" cannot patch resource "pods" in API group "" in the namespace "a"',
+    );
+    const { requests, forbidden } = await api.stats();
+    expect(requests).toEqual([
+      { verb: 'patch', resource: 'pods/status' },
+      { verb: 'patch', resource: 'pods/status' },
+      { verb: 'patch', resource: 'pods' },
+    ]);
+    expect(forbidden).toEqual([{ verb: 'patch', resource: 'pods', namespace: 'a' }]);
   });
 });

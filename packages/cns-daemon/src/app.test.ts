@@ -313,6 +313,11 @@ test('operator pools, addresses, metrics and OpenAPI', async (t) => {
   const metrics = await h.app.inject({ method: 'GET', url: '/metrics' });
   expect(metrics.body).toContain('ferry_delete_queue{state="pending"} 1');
   expect(metrics.body).toContain('ferry_delete_queue_oldest_age_seconds 90');
+  // Applied entries are a counter of their own (a count since start is no gauge's state).
+  expect(metrics.body).toContain('# TYPE ferry_delete_queue_applied_total counter\nferry_delete_queue_applied_total 0');
+  expect(metrics.body).not.toContain('state="applied"');
+  // Every error code is a series before its first error (an alert's increase() needs the 0).
+  expect(metrics.body).toContain('ferry_errors_total{code="100"} 0');
   expect(metrics.body).toContain('ferry_addresses{network="ferry",family="4",state="Assigned"} 1');
   expect(metrics.body).toContain('ferry_endpoints{network="ferry",nic_type="InfraNIC"} 1');
   const doc = (await h.app.inject({ method: 'GET', url: '/openapi.json' })).json();

@@ -1,9 +1,11 @@
 /**
- * Prometheus metrics, all prefixed `ferry_`. One Registry per app, so tests can build several apps in
- * one process. The counters exist from construction, so every part of ferryd can count into them as it
- * is built; the state gauges are computed at scrape time from the parts (observe, once they all exist),
- * never kept in memory.
+ * Prometheus metrics: ferry's own prefixed `ferry_`, the process and Node.js runtime metrics under the
+ * names prom-client and every stock dashboard give them (`process_*`, `nodejs_*`). One Registry per app,
+ * so tests can build several apps in one process. The counters exist from construction, so every part of
+ * ferryd can count into them as it is built; the state gauges are computed at scrape time from the parts
+ * (observe, once they all exist), never kept in memory.
  */
+import { Code } from '@ferry/shared-types/errors';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { collectProcessMetrics } from './process-metrics';
 
@@ -12,6 +14,7 @@ export interface MetricSources {
   addressCounts(): { network: string; family: number; state: string; n: number }[];
   poolSizes(): { network: string; family: number; size: number }[];
   deviceCounts(): { group: string; state: string; n: number }[];
+  /** The delete queue now, and the entries applied since start (a count that only grows). */
   queue(): { pending: number; failed: number; oldestAgeSec: number; applied: number };
   ready(): boolean;
 }
@@ -27,7 +30,7 @@ export class Metrics {
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
-    if (opts.defaultMetrics) collectProcessMetrics(this.registry, 'ferry_');
+    if (opts.defaultMetrics) collectProcessMetrics(this.registry);
     this.requestDuration = new Histogram({
       name: 'ferry_http_request_duration_seconds',
       help: 'ferryd API request duration',
@@ -41,6 +44,9 @@ export class Metrics {
       labelNames: ['code'],
       registers,
     });
+    // Every code is a series from the start: an alert on increase() sees the first error, which a series
+    // born at 1 would hide (increase() needs two samples).
+    for (const code of Object.values(Code)) this.errors.inc({ code: String(code) }, 0);
     this.allocations = new Counter({
       name: 'ferry_allocations_total',
       help: 'Attachments allocated (new, not idempotent repeats)',
@@ -112,8 +118,9 @@ export class Metrics {
         for (const d of sources.deviceCounts()) this.set({ group: d.group, state: d.state }, d.n);
       },
     });
-    // One look at the queue (it reads every entry file) serves both gauges: the first one's collect sets
-    // the second, which prom-client reads after it.
+    // One look at the queue (it reads every entry file) serves the three: the first one's collect sets
+    // the others, which prom-client reads after it (in the order they were registered).
+    let applied = 0;
     const oldest = new Gauge({
       name: 'ferry_delete_queue_oldest_age_seconds',
       help: 'Age of the oldest pending delete-queue entry',
@@ -121,18 +128,27 @@ export class Metrics {
     });
     new Gauge({
       name: 'ferry_delete_queue',
-      help: 'Delete-queue entries: pending, failed (set aside), and applied since start',
+      help: 'Delete-queue entries waiting: pending, failed (set aside)',
       labelNames: ['state'],
       registers,
       collect() {
         const q = sources.queue();
         this.set({ state: 'pending' }, q.pending);
         this.set({ state: 'failed' }, q.failed);
-        this.set({ state: 'applied' }, q.applied);
         oldest.set(q.oldestAgeSec);
+        applied = q.applied;
       },
     });
     for (const r of registers) r.registerMetric(oldest);
+    new Counter({
+      name: 'ferry_delete_queue_applied_total',
+      help: 'Delete-queue entries applied (or found already done) since start',
+      registers,
+      collect() {
+        this.reset();
+        this.inc(applied);
+      },
+    });
     new Gauge({
       name: 'ferry_ready',
       help: '1 when ferryd is ready: serving ADD, and its storage writable',

@@ -4,25 +4,25 @@ import { collectProcessMetrics } from './process-metrics';
 
 const names = async (registry: Registry) => (await registry.getMetricsAsJSON()).map((m) => m.name).sort();
 
-test("ferryd's process metrics are prom-client's defaults less the timer-driven event-loop histogram", async () => {
+test("ferryd's process metrics are prom-client's defaults, under their own names, less the timer-driven event-loop histogram", async () => {
   // The oracle: what collectDefaultMetrics registers (its 10 ms timer is unref'd and dies with the test).
   const defaults = new Registry();
-  collectDefaultMetrics({ register: defaults, prefix: 'ferry_' });
+  collectDefaultMetrics({ register: defaults });
   const ours = new Registry();
-  collectProcessMetrics(ours, 'ferry_');
+  collectProcessMetrics(ours);
   const histogram = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map(
-    (s) => `ferry_nodejs_eventloop_lag_${s}_seconds`,
+    (s) => `nodejs_eventloop_lag_${s}_seconds`,
   );
   expect(await names(ours)).toEqual((await names(defaults)).filter((n) => !histogram.includes(n)));
 });
 
 test('the event-loop lag is measured at scrape time', async () => {
   const registry = new Registry();
-  collectProcessMetrics(registry, 'ferry_');
+  collectProcessMetrics(registry);
   const text = await registry.metrics();
-  const lag = Number(/^ferry_nodejs_eventloop_lag_seconds (\S+)$/m.exec(text)?.[1]);
+  const lag = Number(/^nodejs_eventloop_lag_seconds (\S+)$/m.exec(text)?.[1]);
   expect(lag).toBeGreaterThan(0);
   expect(lag).toBeLessThan(5);
-  expect(text).toMatch(/^ferry_process_cpu_seconds_total \S+$/m);
-  expect(text).toMatch(/^ferry_nodejs_heap_size_used_bytes \d+$/m);
+  expect(text).toMatch(/^process_cpu_seconds_total \S+$/m);
+  expect(text).toMatch(/^nodejs_heap_size_used_bytes \d+$/m);
 });

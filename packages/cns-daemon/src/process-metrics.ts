@@ -36,10 +36,14 @@ const DEFAULT_METRICS = [
   gc,
 ];
 
-export function collectProcessMetrics(registry: Registry, prefix: string): void {
-  for (const register of DEFAULT_METRICS) register(registry, { prefix });
+/**
+ * Registers them under prom-client's own names (`process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`…),
+ * which stock Node.js and process dashboards and alerts look for; ferry's own metrics carry `ferry_`.
+ */
+export function collectProcessMetrics(registry: Registry): void {
+  for (const register of DEFAULT_METRICS) register(registry, {});
   new Gauge({
-    name: `${prefix}nodejs_eventloop_lag_seconds`,
+    name: 'nodejs_eventloop_lag_seconds',
     help: 'Lag of event loop in seconds: how long a callback queued at scrape time waited for its turn.',
     registers: [registry],
     async collect() {

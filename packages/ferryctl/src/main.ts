@@ -63,7 +63,7 @@ commands:
   doctor                             check the store, the node, the queue and the cluster routes; exit 1 on a violation
   health [--ready [--ready-file F]]  exit 0 when ferryd is alive (ready; with F: and the ferryd writing F
                                      serves the socket); for probes
-  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D [--ready-file F [--wait-sec N]]
+  install --shim F --cni-bin-dir D --conflist F --cni-conf-dir D [--plugins-dir D] [--ready-file F [--wait-sec N]]
           [--ferryd-config-template F --ferryd-config-out F --node NAME
            [--api-server URL] [--api-token-file F] [--api-ca-file F]]
                                      the DaemonSet's init step: install ferry-cni and the conflist
@@ -91,6 +91,7 @@ const OPTIONS = {
   ready: { type: 'boolean' },
   'ready-file': { type: 'string' },
   'wait-sec': { type: 'string' },
+  'plugins-dir': { type: 'string' },
   shim: { type: 'string' },
   'cni-bin-dir': { type: 'string' },
   conflist: { type: 'string' },

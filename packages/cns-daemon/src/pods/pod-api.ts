@@ -1,6 +1,9 @@
 /**
- * The two calls ferryd makes on one Pod: GET it, and merge-patch its metadata. Behind an interface so
- * the cache and the status writer can be tested with a fake; kubePodApi is the real one.
+ * The two calls ferryd makes on one Pod: GET it, and merge-patch its metadata through the pod's status
+ * subresource (`pods/status`, as the NPWG reference client writes network-status): there the API server
+ * keeps the pod's spec whatever a patch says, so the RBAC rule ferryd needs cannot rewrite a pod's images
+ * or commands, as `patch pods` could. Behind an interface so the cache and the status writer can be
+ * tested with a fake; kubePodApi is the real one.
  */
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { CoreV1Api, type KubeConfig, PatchStrategy } from '@kubernetes/client-node';
@@ -17,8 +20,9 @@ export interface PodApi {
   /** The pod, or undefined when the API server has none (404). Throws on any other failure. */
   get(namespace: string, name: string, timeoutMs: number): Promise<PodView | undefined>;
   /**
-   * Applies `patch` as a JSON merge patch (RFC 7386), so a stale resourceVersion is refused with 409
-   * instead of overwriting another writer's change. Throws the client's error (httpStatusOfApiError).
+   * Applies `patch` to `pods/status` as a JSON merge patch (RFC 7386), so a stale resourceVersion is
+   * refused with 409 instead of overwriting another writer's change. Throws the client's error
+   * (httpStatusOfApiError).
    */
   patchMetadata(namespace: string, name: string, patch: MetadataPatch, timeoutMs: number): Promise<PodView>;
 }
@@ -35,7 +39,7 @@ export function kubePodApi(kc: KubeConfig): PodApi {
       }
     },
     async patchMetadata(namespace, name, patch, timeoutMs) {
-      const pod = await api.patchNamespacedPod(
+      const pod = await api.patchNamespacedPodStatus(
         { namespace, name, body: { metadata: patch } },
         callOptions({ timeoutMs, contentType: PatchStrategy.MergePatch }),
       );

@@ -77,6 +77,45 @@ test('install: ferry-cni and the conflist go in, executable and readable', async
   expect(readdirSync(n.paths.confDir)).toEqual(['10-ferry.conflist']);
 });
 
+test('install --plugins-dir: the plugins the node lacks go in from the image, its own stay; a plugin on neither side is refused', async (t) => {
+  const n = useNode(t);
+  const image = join(tempDir(t), 'usr/lib/cni');
+  mkdirSync(image, { recursive: true });
+  for (const p of ['portmap', 'loopback', 'bridge']) writeFileSync(join(image, p), `#!/bin/sh\n# image's ${p}\n`);
+  // The node has its own loopback: kept. It lacks portmap (the conflist chains it): copied, executable.
+  mkdirSync(n.paths.binDir, { recursive: true });
+  writeFileSync(join(n.paths.binDir, 'loopback'), "#!/bin/sh\n# the node's loopback\n");
+  const r = await runCtl(['install', ...n.cniFlags, '--plugins-dir', image]);
+  expect(r).toEqual(
+    printed(
+      `installed ${n.paths.binDir}/portmap (the node had none)`,
+      `installed ${n.paths.binDir}/ferry-cni`,
+      `installed ${n.paths.confDir}/10-ferry.conflist`,
+    ),
+  );
+  expect(readdirSync(n.paths.binDir).sort()).toEqual(['ferry-cni', 'loopback', 'portmap']);
+  expect(readFileSync(join(n.paths.binDir, 'loopback'), 'utf8')).toContain("the node's loopback");
+  expect(readFileSync(join(n.paths.binDir, 'portmap'), 'utf8')).toContain("image's portmap");
+  expect(modeOf(join(n.paths.binDir, 'portmap'))).toBe(0o755);
+
+  // A plugin neither has: refused, naming it and both places, and nothing is written.
+  const tuning = useNode(t, { ...CONFLIST, plugins: [...CONFLIST.plugins, { type: 'tuning' }] });
+  const refused = await runCtl(['install', ...tuning.cniFlags, '--plugins-dir', image]);
+  expect(refused.code).toBe(1);
+  expect(refused.err).toMatch(
+    /conflist .*10-ferry\.conflist: plugin tuning is neither on the node \(.*opt\/cni\/bin\) nor in the image \(.*usr\/lib\/cni\); every ADD would fail/,
+  );
+  expect(tuning.written()).toEqual([]);
+  // A type that is a path is no plugin name.
+  const path = useNode(t, { ...CONFLIST, plugins: [...CONFLIST.plugins, { type: '../../bin/sh' }] });
+  const bad = await runCtl(['install', ...path.cniFlags, '--plugins-dir', image]);
+  expect([bad.code, bad.err]).toEqual([
+    1,
+    expect.stringMatching(/plugin type "\.\.\/\.\.\/bin\/sh" is not a file name/),
+  ]);
+  expect(path.written()).toEqual([]);
+});
+
 test('install --ready-file: ferry-cni goes in only once the ferryd writing the file serves the socket', async (t) => {
   const n = useNode(t);
   // A socket path whose inode the ready file names; any file has an inode.

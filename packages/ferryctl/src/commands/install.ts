@@ -5,7 +5,11 @@
  *   node's pod CIDRs ({{POD_CIDR_V4}}, {{POD_CIDR_V6}}) and validated against ferryd's schema;
  * - the CNI files (--shim, --cni-bin-dir, --conflist, --cni-conf-dir): ferry-cni into the CNI bin dir and
  *   the conflist into the CNI conf dir, atomically (the runtime may exec the old one at any moment), after
- *   checking it is a Ferry conflist.
+ *   checking it is a Ferry conflist. With --plugins-dir (the image's /usr/lib/cni: Debian's portmap and
+ *   loopback), every other plugin the conflist chains, and loopback (which the runtime runs in every pod),
+ *   must be in the CNI bin dir already (the node's own is left as it is) or in the plugins dir (then it is
+ *   put in place); a plugin on neither side is refused before anything is written, since every ADD on the
+ *   node would fail. The conflist goes in last, once everything it names is there.
  * The DaemonSet renders the config first and runs `ferryd --check` on it before the CNI files go in, so a
  * ConfigMap ferryd would refuse never leaves a node with a conflist and no ferryd.
  * With --ready-file (the DaemonSet's postStart hook), the CNI files go in only once the ferryd writing that
@@ -13,8 +17,8 @@
  * one has taken over, and a new ferry-cni must never meet the old ferryd (the version-skew rule allows a
  * ferryd one API version newer than ferry-cni, never older: docs/architecture.md, "Version skew").
  */
-import { mkdirSync, readFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { EXECUTABLE_WRITE_BYTES, writeFileAtomically } from '@ferry/files';
 import { NetConfSchema } from '@ferry/shared-types/cni/config';
 import { FerrydConfigSchema } from '@ferry/shared-types/config/ferryd';
@@ -60,6 +64,11 @@ export async function cmdInstall(ctx: Context): Promise<number> {
 
   // Everything is read and checked first, so a bad input leaves the node as it was.
   const cni = shim && binDir && conflistPath && confDir ? readCniFiles(shim, conflistPath) : undefined;
+  const pluginsDir = str('plugins-dir');
+  const plugins =
+    cni && binDir && conflistPath && pluginsDir
+      ? missingPlugins(cni.pluginTypes, binDir, pluginsDir, conflistPath)
+      : [];
   let rendered: string | undefined;
   if (template && out) {
     const text = onFile(`read the ferryd config template ${template}`, () => readFileSync(template, 'utf8'));
@@ -80,6 +89,11 @@ export async function cmdInstall(ctx: Context): Promise<number> {
     if (why) throw new CniError(Code.TryAgainLater, `install: ferry-cni left as it is: ${why}`);
   }
   if (cni && binDir && conflistPath && confDir) {
+    for (const p of plugins) {
+      const bytes = onFile(`read the plugin ${p.from}`, () => readFileSync(p.from));
+      installFile(binDir, p.type, bytes, 0o755, EXECUTABLE_WRITE_BYTES);
+      ctx.print(`installed ${binDir}/${p.type} (the node had none)`);
+    }
     installFile(binDir, 'ferry-cni', cni.shimBytes, 0o755, EXECUTABLE_WRITE_BYTES);
     ctx.print(`installed ${binDir}/ferry-cni`);
     installFile(confDir, basename(conflistPath), cni.conflistText, 0o644);
@@ -92,8 +106,41 @@ export async function cmdInstall(ctx: Context): Promise<number> {
   return 0;
 }
 
+/** The plugins the runtime needs beside ferry-cni: loopback (every pod's lo), and what the conflist chains. */
+const ALWAYS_NEEDED = ['loopback'];
+const PLUGIN_TYPE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** The plugins to copy from `pluginsDir` (the node lacks them); a CniError for one neither side has. */
+function missingPlugins(
+  types: readonly string[],
+  binDir: string,
+  pluginsDir: string,
+  conflistPath: string,
+): { type: string; from: string }[] {
+  const out: { type: string; from: string }[] = [];
+  for (const type of new Set([...ALWAYS_NEEDED, ...types])) {
+    if (type === 'ferry-cni') continue;
+    // A type is a file name in the bin dir (libcni looks it up there): no path in it.
+    if (!PLUGIN_TYPE.test(type)) {
+      throw new CniError(Code.InvalidConfig, `conflist ${conflistPath}: plugin type "${type}" is not a file name`);
+    }
+    if (existsSync(join(binDir, type))) continue;
+    if (!existsSync(join(pluginsDir, type))) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `conflist ${conflistPath}: plugin ${type} is neither on the node (${binDir}) nor in the image (${pluginsDir}); every ADD would fail`,
+      );
+    }
+    out.push({ type, from: join(pluginsDir, type) });
+  }
+  return out;
+}
+
 /** The shim's bytes and the conflist's text, once the conflist is known to be a Ferry one. */
-function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; conflistText: string } {
+function readCniFiles(
+  shim: string,
+  conflistPath: string,
+): { shimBytes: Buffer; conflistText: string; pluginTypes: string[] } {
   const conflistText = onFile(`read the conflist ${conflistPath}`, () => readFileSync(conflistPath, 'utf8'));
   const conflist = parseAs(
     ConflistSchema,
@@ -109,7 +156,11 @@ function readCniFiles(shim: string, conflistPath: string): { shimBytes: Buffer; 
     Code.InvalidConfig,
     `conflist ${conflistPath}: ferry-cni`,
   );
-  return { shimBytes: onFile(`read the shim ${shim}`, () => readFileSync(shim)), conflistText };
+  return {
+    shimBytes: onFile(`read the shim ${shim}`, () => readFileSync(shim)),
+    conflistText,
+    pluginTypes: conflist.plugins.map((p) => p.type),
+  };
 }
 
 function installFile(dir: string, name: string, content: string | Buffer, mode: number, maxWriteBytes?: number): void {

@@ -325,7 +325,7 @@ export const FerrydConfigSchema = z.strictObject({
   ),
   readyFile: doc(
     z.optional(absolutePath()),
-    "A file ferryd writes (the inode of its socket) while it is ready and serves the socket, and removes when it hands over or stops. The DaemonSet's readiness probe (`ferryctl health --ready --ready-file`) checks it, so during a surge a pod is ready only once its own ferryd serves. `--ready-file` overrides it.",
+    "A file ferryd writes (the inode of its socket) while it is ready and serves the socket, and removes when it hands over or stops. The DaemonSet's postStart hook (`ferryctl install --ready-file`) waits for it, and its HTTP probes start only after the hook, so during a surge a pod is probed (and ready) only once its own ferryd serves; `ferryctl health --ready --ready-file` checks it by hand. `--ready-file` overrides it.",
   ),
   bootIdPath: doc(
     z._default(absolutePath(), '/proc/sys/kernel/random/boot_id'),
