@@ -18,6 +18,11 @@ const BLOCKS = '/apis/ferry.dev/v1alpha1/ipblocks';
 const RANGES = '/apis/ferry.dev/v1alpha1/ipranges';
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/ferry-system/leases';
 const FINALIZER = 'ferry.dev/addresses-released';
+/**
+ * The tests of the API's rules are an operator's client, not Ferry: no RBAC (Ferry's account may not PUT an
+ * IPRange, patch a status, or read Leases outside ferry-system). The RBAC test below is Ferry's.
+ */
+const UNAUTHORIZED = { serviceAccount: false } as const;
 
 function block(name: string, node = 'node-a', extra: Record<string, unknown> = {}) {
   return {
@@ -189,7 +194,7 @@ describe('custom resources: create, read, list', () => {
 
 describe('custom resources: update, status, patch', () => {
   test('PUT needs the current resourceVersion (422 without, 409 when stale, 404 when missing); generation follows spec only', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const r0 = await created(api, RANGES, range());
     const noRv = await request(api, 'PUT', `${RANGES}/ferry.v4`, range('10.0.0.0/8'));
     expect(noRv.status).toBe(422);
@@ -241,7 +246,7 @@ describe('custom resources: update, status, patch', () => {
   });
 
   test('an IPBlock spec is immutable (x-kubernetes-validations self == oldSelf)', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const b = await created(api, BLOCKS, block('b1'));
     const moved = await request(api, 'PUT', `${BLOCKS}/b1`, {
       ...block('b1', 'node-b'),
@@ -266,7 +271,7 @@ describe('custom resources: update, status, patch', () => {
   });
 
   test('the status subresource changes status only, under resourceVersion, without a new generation', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const b = await created(api, BLOCKS, block('b1'));
     const put = await request(api, 'PUT', `${BLOCKS}/b1/status`, {
       ...block('b1', 'node-b'),
@@ -329,7 +334,7 @@ describe('custom resources: update, status, patch', () => {
 
 describe('custom resources: delete, finalizers, garbage collection, watch', () => {
   test('DELETE preconditions; finalizers hold the object marked (MODIFIED), no finalizer can be added, emptying them deletes it (MODIFIED, DELETED)', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const b = await created(api, BLOCKS, {
       ...block('b1'),
       metadata: { ...block('b1').metadata, finalizers: [FINALIZER] },
@@ -474,7 +479,7 @@ describe('leases (coordination.k8s.io/v1)', () => {
   });
 
   test('create, 409 AlreadyExists, update under resourceVersion (409 stale, 422 without), PUT creates a missing lease', async (t) => {
-    const api = await useKubeApi(t);
+    const api = await useKubeApi(t, UNAUTHORIZED);
     const l = await created(api, LEASES, lease('a'));
     expect(l.metadata.namespace).toBe('ferry-system');
     expect(l.metadata.generation).toBeUndefined();
@@ -502,6 +507,41 @@ describe('leases (coordination.k8s.io/v1)', () => {
     });
     expect(wrongNs.status).toBe(400);
   });
+});
+
+test('RBAC as Ferry: the Lease Role holds in ferry-system only, a status is written by the verb granted for it, and a list names an object only through metadata.name', async (t) => {
+  const api = await useKubeApi(t);
+  const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'ferry-ipam-reclaimer' } };
+  expect((await request(api, 'POST', LEASES, lease)).status).toBe(201);
+  expect((await request(api, 'GET', `${LEASES}/ferry-ipam-reclaimer`)).status).toBe(200);
+  // A Role bound by a RoleBinding: only in the binding's namespace, never across all of them.
+  const elsewhere = await request(api, 'GET', '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x');
+  expect([elsewhere.status, elsewhere.body.reason]).toEqual([403, 'Forbidden']);
+  expect(elsewhere.body.message).toBe(
+    'leases "x" is forbidden: User "system:serviceaccount:ferry-system:ferry" cannot get resource "leases" in ' +
+      'API group "coordination.k8s.io" in the namespace "kube-system"',
+  );
+  expect((await request(api, 'GET', '/apis/coordination.k8s.io/v1/leases')).status).toBe(403);
+  // ipranges/status: update granted, patch not; the main resource's rules do not cover the subresource.
+  const r = await created(api, RANGES, range());
+  const status = { ...r, status: { blocksTotal: 1024, blocksHeld: 0, blocksFree: 1024 } };
+  expect((await request(api, 'PUT', `${RANGES}/ferry.v4/status`, status)).status).toBe(200);
+  const patched = await request(api, 'PATCH', `${RANGES}/ferry.v4/status`, status, 'application/merge-patch+json');
+  expect(patched.status).toBe(403);
+  expect(patched.body.message).toContain(
+    'cannot patch resource "ipranges" with subresource "status" in API group "ferry.dev"',
+  );
+  // A get of one IPRange is granted, a list of them is not, with a metadata.name selector or without.
+  expect((await request(api, 'GET', `${RANGES}?fieldSelector=metadata.name%3Dferry.v4`)).body.message).toBe(
+    'ipranges "ferry.v4" is forbidden: User "system:serviceaccount:ferry-system:ferry" cannot list resource ' +
+      '"ipranges" in API group "ferry.dev" at the cluster scope',
+  );
+  expect((await api.stats()).forbidden).toEqual([
+    { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system' },
+    { verb: 'list', resource: 'leases', group: 'coordination.k8s.io' },
+    { verb: 'patch', resource: 'ipranges/status', group: 'ferry.dev' },
+    { verb: 'list', resource: 'ipranges', group: 'ferry.dev' },
+  ]);
 });
 
 test('driver: requests are counted as RBAC names them; failNext by resource; held creates answer on release', async (t) => {
