@@ -12,7 +12,8 @@
  * - every dashboard query and every alert expression evaluates, and each selector in them returns series,
  *   once the node has done the work it counts: pods added and deleted, a DEL queued while ferryd was down
  *   and applied by the next one, a pod's network-status written, a pod's NIC request refused, the device
- *   plugin registered, routes to a peer node.
+ *   plugin registered, routes to a peer node, blocks of the cluster IPAM range claimed (the network's pool is
+ *   the cluster's range, and the stand-in serves Ferry's CRDs).
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -45,6 +46,8 @@ import { useTmpDir } from '../fixtures/tmp';
 import { waitFor } from '../fixtures/wait';
 
 const NODE = { name: 'node-1', ip: '192.168.10.11', podCIDR: '10.244.1.0/24' };
+/** The cluster IPAM range the node's blocks come from (its first blocks inside its Node's podCIDR). */
+const RANGE = '10.244.0.0/16';
 const PEER = { name: 'node-2', ip: '192.168.10.12', podCIDR: '10.244.2.0/24' };
 const JOB = 'ferry-system/ferryd';
 const MONITORING = join(ROOT, 'deploy', 'monitoring');
@@ -91,14 +94,14 @@ test('a real Prometheus discovers ferryd through the PodMonitor and the annotati
   const ferryd = await useFerryd(t, {
     netns: node,
     config: {
-      networks: [{ name: 'ferry', ipv4: { subnet: NODE.podCIDR } }],
+      networks: [{ name: 'ferry', ipv4: { subnet: RANGE, blocks: { prefixLength: 26 } } }],
       delegatedDevices: [{ mac: '02:fe:00:00:aa:01', group: 'frontend' }],
       devicePlugin: { kubeletDir: kubelet.dir },
       metrics: {},
       cluster: {
         nodeName: NODE.name,
         routing: 'host-gw',
-        clusterCIDRs: ['10.244.0.0/16'],
+        clusterCIDRs: [RANGE],
         kubernetes: { kubeconfig: api.kubeconfig, pods: {} },
       },
       reconcile: { intervalSec: 1 },
@@ -185,6 +188,7 @@ test('a real Prometheus discovers ferryd through the PodMonitor and the annotati
   await kubelet.waitForDevices('ferry.dev/frontend', 'a list', () => true, 15_000);
   await untilSeries(`ferry_pod_nic_refusals_total{job="${JOB}", reason="unknown"} >= 1`);
   await untilSeries(`ferry_network_status_writes_total{job="${JOB}", result="written"} >= 1`);
+  await untilSeries(`ferry_ipam_blocks{job="${JOB}", state="held"} >= 1`);
   // The alert for the refusal fires at the next evaluation (it has no `for`): the rules have seen it all.
   await waitFor(
     'the refusal alert',
@@ -196,6 +200,10 @@ test('a real Prometheus discovers ferryd through the PodMonitor and the annotati
       `${err}: alerts ${JSON.stringify(await prometheus.alerts())}; rules ${JSON.stringify(await prometheus.rules())}`,
     );
   });
+
+  // ferryd's requests (pods, network-status, blocks, the reclaimer's Lease and IPRange) were all authorized
+  // by deploy/rbac.yaml as the stand-in applies it.
+  expect((await api.stats()).forbidden).toEqual([]);
 
   // Discovery: one target per job, at the node's address and the annotation's port. The PodMonitor's keeps
   // the ferryd container's only (init containers are targets of pod discovery too).
@@ -238,6 +246,7 @@ test('a real Prometheus discovers ferryd through the PodMonitor and the annotati
     'Delete queue depth',
     'Oldest queued DEL',
     'Pool use (fullest node)',
+    'Cluster IPAM: range use',
     'ferryd down or not ready',
     'ferryd scraped',
     'Pod NIC refusals',
