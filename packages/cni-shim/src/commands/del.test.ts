@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { HttpResponse, RequestOptions } from '@ferry/http';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { failedCall, type HttpResponse, type RequestOptions, timedOut } from '@ferry/http';
 import { Ip, type IpBackend, NetError } from '@ferry/net';
 import { FERRY_API_HEADER } from '@ferry/shared-types/api/version';
 import { interfaceRecordOf } from '@ferry/shared-types/testing/records';
@@ -12,7 +15,12 @@ import { cmdDel } from './del';
 
 // The DEL's conversation with ferryd, against a ferryd that answers from a table and a kernel whose
 // deletes can fail: the paths the real round trips (test/e2e/del-round-trips.test.ts) cannot provoke.
-function run(answer: (o: RequestOptions) => HttpResponse, failDeletes = 0) {
+function run(
+  answer: (o: RequestOptions) => HttpResponse,
+  failDeletes = 0,
+  confOf: Partial<ShimConf> = {},
+  deleteMs = 0,
+) {
   const asked: string[] = [];
   const deleted: string[] = [];
   let toFail = failDeletes;
@@ -23,6 +31,7 @@ function run(answer: (o: RequestOptions) => HttpResponse, failDeletes = 0) {
     routeTo: async () => [],
     deleteLink: async (_ns, name) => {
       deleted.push(name);
+      await new Promise((r) => setTimeout(r, deleteMs));
       if (toFail-- > 0) throw new NetError('failed', `delete link ${name}`, 'Device or resource busy');
     },
   };
@@ -45,7 +54,7 @@ function run(answer: (o: RequestOptions) => HttpResponse, failDeletes = 0) {
     args: { ignoreUnknown: false },
     path: '/opt/cni/bin',
   };
-  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni' } as ShimConf;
+  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', ...confOf } as ShimConf;
   return { done: cmdDel(args, conf, deps), asked, deleted };
 }
 
@@ -85,4 +94,39 @@ test('any other refusal of the release is the DEL error', async () => {
   const r = run(() => json(400, { code: 7, msg: 'invalid request querystring: ifName: too long' }));
   await expect(r.done).rejects.toMatchObject({ code: 7, message: 'invalid request querystring: ifName: too long' });
   expect(r.asked).toHaveLength(1);
+});
+
+test('ferryd ready under the queue lock, then silent: the DEL is queued after all, not failed back', async (t) => {
+  const queue = mkdtempSync(join(tmpdir(), 'ferry-del-queue-'));
+  t.onTestFinished(() => rmSync(queue, { recursive: true, force: true }));
+  let releases = 0;
+  const r = run(
+    (o) => {
+      if (o.path === '/readyz') return json(200, { ready: true, phase: 'ready' });
+      // Not running at first (the DEL turns to the queue), then running but too busy to answer.
+      if (releases++ === 0) throw failedCall(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }));
+      throw timedOut('answer', 100);
+    },
+    0,
+    { deleteQueue: queue },
+  );
+  await expect(r.done).resolves.toBeUndefined();
+  expect(r.asked.filter((a) => a.startsWith('GET /readyz'))).toHaveLength(1);
+  expect(r.asked.filter((a) => a.startsWith('DELETE'))).not.toHaveLength(0);
+  expect(readdirSync(queue).filter((f) => f !== 'lock')).toHaveLength(1);
+});
+
+test("a slow host-veth delete does not eat into the wait for ferryd's answer", async () => {
+  // delWaitMs is 100: a delete of 150 ms used to leave the release 1 ms to be answered in.
+  const r = run(
+    (o) => {
+      if (o.deadlineMs < 50) throw timedOut('answer', o.deadlineMs);
+      return json(200, { released: [] });
+    },
+    0,
+    {},
+    150,
+  );
+  await expect(r.done).resolves.toBeUndefined();
+  expect(r.asked).toEqual(['DELETE /v1/endpoints/c1?network=ferry&ifName=eth0&hostVethDeleted=true']);
 });

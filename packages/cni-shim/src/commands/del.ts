@@ -51,9 +51,11 @@ function withoutNodeNetns(args: CmdArgs, deps: Deps): CmdArgs {
 }
 
 async function delThroughFerryd(args: CmdArgs, conf: ShimConf, deps: Deps): Promise<void> {
-  const deadline = Date.now() + deps.delWaitMs;
   const hostVethName = hostVethNameOf(deps.runtime.sha256Hex, conf.name, args.containerId, args.ifName);
   const isHostVethGone = await deleteHostVeth(hostVethName, deps);
+  // The wait is for ferryd's answer: it starts at the first question, so a slow veth delete on a loaded
+  // node does not leave the first request 1 ms to be answered in.
+  const deadline = Date.now() + deps.delWaitMs;
   const first = await releaseIfOnlyOrRecord(args, conf, deps, deadline, isHostVethGone);
   if (!first.toTearDown) {
     deps.log.info({ interfaces: first.released.length }, 'deleted');
@@ -142,13 +144,22 @@ async function askWithin<T>(deadline: number, deps: Deps, call: (leftMs: number)
 async function delWithoutFerryd(args: CmdArgs, conf: ShimConf, deps: Deps, whyQueued: CniError): Promise<void> {
   // Loaded only now: the queue's schemas and file code are no part of a DEL that reaches ferryd.
   const { delWithoutDaemon } = await import('../fallback/del-offline');
-  let outcome: Awaited<ReturnType<typeof delWithoutDaemon>>;
+  const queue = async (why: CniError, recheck: boolean) => {
+    try {
+      return await delWithoutDaemon(args, conf, deps, why, recheck);
+    } catch (err) {
+      throw queueingFailed(err, why);
+    }
+  };
+  if ((await queue(whyQueued, true)) === 'queued') return;
   try {
-    outcome = await delWithoutDaemon(args, conf, deps, whyQueued);
+    await delThroughFerryd(args, conf, deps);
   } catch (err) {
-    throw queueingFailed(err, whyQueued);
+    // Ready a moment ago, silent now (still busy after its start-up drain): it watches the queue, so the
+    // DEL is queued after all rather than failed back to the runtime.
+    if (!(err instanceof CniError) || !isDaemonDown(err)) throw err;
+    await queue(err, false);
   }
-  if (outcome === 'online') await delThroughFerryd(args, conf, deps);
 }
 
 /** The fallback's own error, saying also why the fallback was needed. */

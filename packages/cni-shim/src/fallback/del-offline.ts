@@ -21,14 +21,15 @@ const LOCK_WAIT_MS = 5000;
 const RECHECK_MS = 500;
 
 /**
- * Queues the DEL and cleans the netns. Returns 'online' instead when ferryd turned out to be serving
- * after all (it came up while this DEL waited for the lock): the caller then deletes through it.
+ * Queues the DEL and cleans the netns. With `recheck`, returns 'online' instead when ferryd turned out to
+ * be serving after all (it came up while this DEL waited for the lock): the caller then deletes through it.
  */
 export async function delWithoutDaemon(
   args: CmdArgs,
   conf: ShimConf,
   deps: Deps,
   cause: CniError,
+  recheck: boolean,
 ): Promise<'queued' | 'online'> {
   const dir = conf.deleteQueue ?? DEFAULT_DELETE_QUEUE;
   const pod = podOf(args);
@@ -50,7 +51,7 @@ export async function delWithoutDaemon(
     );
   }
   try {
-    if (await deps.daemon.isReady(RECHECK_MS)) return 'online';
+    if (recheck && (await deps.daemon.isReady(RECHECK_MS))) return 'online';
     const name = writeEntry(deps.runtime, dir, conf.deleteQueueLimit ?? DEFAULT_DELETE_QUEUE_LIMIT, entry);
     deps.log.warn({ entry: joinName(dir, name), cause: cause.message }, 'DEL queued for ferryd to apply');
     // Still under the lock: a ferryd starting now drains (and frees the devices) only once they are home.
