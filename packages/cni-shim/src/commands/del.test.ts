@@ -6,12 +6,16 @@ import { failedCall, type HttpResponse, type RequestOptions, timedOut } from '@f
 import { Ip, type IpBackend, NetError } from '@ferry/net';
 import { FERRY_API_HEADER } from '@ferry/shared-types/api/version';
 import { interfaceRecordOf } from '@ferry/shared-types/testing/records';
-import { expect, test } from 'vitest';
+import { afterAll, expect, test } from 'vitest';
 import type { ShimConf } from '../config';
 import { DaemonClient } from '../daemon-client';
 import { openLog } from '../log';
 import type { Runtime } from '../runtime/runtime';
 import { cmdDel } from './del';
+
+// A DEL that turns to the queue must never reach the node's own (/var/lib/ferry/delete-queue).
+const ownQueue = mkdtempSync(join(tmpdir(), 'ferry-del-queue-'));
+afterAll(() => rmSync(ownQueue, { recursive: true, force: true }));
 
 // The DEL's conversation with ferryd, against a ferryd that answers from a table and a kernel whose
 // deletes can fail: the paths the real round trips (test/e2e/del-round-trips.test.ts) cannot provoke.
@@ -54,7 +58,7 @@ function run(
     args: { ignoreUnknown: false },
     path: '/opt/cni/bin',
   };
-  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', ...confOf } as ShimConf;
+  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni', deleteQueue: ownQueue, ...confOf } as ShimConf;
   return { done: cmdDel(args, conf, deps), asked, deleted };
 }
 
@@ -96,24 +100,18 @@ test('any other refusal of the release is the DEL error', async () => {
   expect(r.asked).toHaveLength(1);
 });
 
-test('ferryd ready under the queue lock, then silent: the DEL is queued after all, not failed back', async (t) => {
-  const queue = mkdtempSync(join(tmpdir(), 'ferry-del-queue-'));
-  t.onTestFinished(() => rmSync(queue, { recursive: true, force: true }));
+test('ferryd ready under the queue lock, then silent: the DEL is queued after all, not failed back', async () => {
   let releases = 0;
-  const r = run(
-    (o) => {
-      if (o.path === '/readyz') return json(200, { ready: true, phase: 'ready' });
-      // Not running at first (the DEL turns to the queue), then running but too busy to answer.
-      if (releases++ === 0) throw failedCall(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }));
-      throw timedOut('answer', 100);
-    },
-    0,
-    { deleteQueue: queue },
-  );
+  const r = run((o) => {
+    if (o.path === '/readyz') return json(200, { ready: true, phase: 'ready' });
+    // Not running at first (the DEL turns to the queue), then running but too busy to answer.
+    if (releases++ === 0) throw failedCall(Object.assign(new Error('connect'), { code: 'ECONNREFUSED' }));
+    throw timedOut('answer', 100);
+  });
   await expect(r.done).resolves.toBeUndefined();
   expect(r.asked.filter((a) => a.startsWith('GET /readyz'))).toHaveLength(1);
   expect(r.asked.filter((a) => a.startsWith('DELETE'))).not.toHaveLength(0);
-  expect(readdirSync(queue).filter((f) => f !== 'lock')).toHaveLength(1);
+  expect(readdirSync(ownQueue).filter((f) => f !== 'lock')).toHaveLength(1);
 });
 
 test("a slow host-veth delete does not eat into the wait for ferryd's answer", async () => {
