@@ -153,8 +153,7 @@ test('a real Prometheus discovers ferryd through the PodMonitor and the annotati
     containerId: newContainerId(),
     ifName: 'eth0',
     netns: await useNetns(t, 'pod'),
-    // ferryd's own delete queue (the shim's default is the node's /var/lib/ferry/delete-queue).
-    conf: netConf(ferryd, { deleteQueue: ferryd.deleteQueue }),
+    conf: netConf(ferryd),
     cniArgs: podCniArgs('a', name, uid),
   });
   const stays = await callOf('web-1', web1.uid);

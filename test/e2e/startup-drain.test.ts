@@ -37,7 +37,7 @@ async function endpointIds(ferryd: Ferryd): Promise<string[]> {
 test('the DELs queued while ferryd was down are applied by its first ready answer', async (t) => {
   const devices = [{ name: 'eth1', mac: '02:fe:00:00:dd:01' }];
   const { node, ferryd } = await useNodeWithDevices(t, devices, AN_HOUR);
-  const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 200 } });
+  const conf = netConf(ferryd, { daemonTimeouts: { delWaitMs: 200 } });
   const calls = [
     { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod'), conf },
     {
@@ -82,12 +82,7 @@ test('a DEL that reaches the queue while ferryd is draining at start-up is appli
     expect(answers.filter((r) => r.status !== 200).map((r) => r.body)).toEqual([]);
   }
   const pod = await useNetns(t, 'pod');
-  const call = {
-    containerId: newContainerId(),
-    ifName: 'eth0',
-    netns: pod,
-    conf: netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 200, requestMs: 300 } }),
-  };
+  const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
   expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);
   await ferryd.kill('SIGKILL');
   for (const a of backlog) writeQueueEntry(ferryd.deleteQueue, a);
@@ -102,8 +97,12 @@ test('a DEL that reaches the queue while ferryd is draining at start-up is appli
 
   // 2. The pod is deleted now. The DEL cannot reach ferryd and turns to the queue: it gets as far as
   //    opening the queue's lock (or, were there no lock protocol, writes its entry and exits).
+  //    Its timeouts are short so that it turns to the queue while ferryd is still frozen.
   let delDone = false;
-  const del = runShim(node, 'DEL', call).finally(() => {
+  const del = runShim(node, 'DEL', {
+    ...call,
+    conf: netConf(ferryd, { daemonTimeouts: { delWaitMs: 200, requestMs: 300 } }),
+  }).finally(() => {
     delDone = true;
   });
   const lock = join(ferryd.deleteQueue, 'lock');
