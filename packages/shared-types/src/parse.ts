@@ -1,4 +1,5 @@
 import type * as z from 'zod/mini';
+import { config as zodConfig } from 'zod/mini';
 import { CniError, type Code } from './errors';
 
 /**
@@ -40,12 +41,31 @@ export interface IssueLike {
 const GENERIC = 'Invalid input';
 
 /**
- * Says what was wrong in plain words. zod/mini leaves its locale out (building it would cost every
- * shim start), so its own messages are all "Invalid input"; the issue's fields say more.
+ * zod's own wording rather than a schema's: "Invalid input" where no locale is loaded (zod/mini leaves it
+ * out, building it would cost every shim start), its locale's message where one is (ferryd has zod's
+ * English one through fastify-type-provider-zod).
+ */
+function isZodsOwnMessage(issue: IssueLike): boolean {
+  // The locale's "Invalid input: expected number, received string" names the input, which a reported
+  // issue no longer carries: it cannot be worded again below to compare.
+  if (!issue.message || issue.message === GENERIC || issue.message.startsWith(`${GENERIC}:`)) return true;
+  const localeError = zodConfig().localeError;
+  if (!localeError) return false;
+  try {
+    const own = localeError(issue as Parameters<typeof localeError>[0]);
+    return (typeof own === 'string' ? own : own?.message) === issue.message;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says what was wrong in plain words: a schema's own message, else Ferry's wording from the issue's
+ * fields, the same in the shim and in ferryd whether or not zod's locale is loaded.
  */
 export function describeIssue(issue: IssueLike | undefined): string {
   if (!issue) return 'invalid';
-  if (issue.message && issue.message !== GENERIC) return issue.message;
+  if (issue.message && !isZodsOwnMessage(issue)) return issue.message;
   const list = (v: unknown) => (Array.isArray(v) ? v.map((x) => JSON.stringify(x)).join(', ') : String(v));
   const size = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : '';
   switch (issue.code) {
