@@ -1,14 +1,41 @@
-import { defineConfig } from 'vitest/config';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configDefaults, defineConfig } from 'vitest/config';
 
-// Two projects (test/README.md says which test goes where): `unit` runs package sources next to their
-// modules; `e2e` runs the built binaries in real network namespaces and needs root and `pnpm build`.
+const UNIT = ['packages/*/src/**/*.test.ts', 'scripts/**/*.test.ts'];
+const root = import.meta.dirname;
+const UNIT_DIRS = [...readdirSync(join(root, 'packages')).map((p) => join('packages', p, 'src')), 'scripts'];
+/** The unit test files that mock modules (found by their `vi.mock(` calls). */
+const MOCKING = UNIT_DIRS.flatMap((dir) =>
+  readdirSync(join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.ts') && !f.includes('node_modules'))
+    .map((f) => join(dir, f))
+    .filter((f) => readFileSync(join(root, f), 'utf8').includes('vi.mock(')),
+);
+
+// The projects (test/README.md says which test goes where): `unit` and `unit-isolated` run package sources
+// next to their modules; `e2e` runs the built binaries in real network namespaces and needs root and
+// `pnpm build`.
 export default defineConfig({
   test: {
     projects: [
       {
+        // One module cache per worker: importing ferryd's modules (fastify, SQLite, the Kubernetes client)
+        // afresh for every file cost most of the unit suite's time. Files that mock a module need a
+        // registry of their own (`vi.mock` cannot replace a module another file already loaded): `unit-isolated`.
         test: {
           name: 'unit',
-          include: ['packages/*/src/**/*.test.ts', 'scripts/**/*.test.ts'],
+          include: UNIT,
+          exclude: [...configDefaults.exclude, ...MOCKING],
+          isolate: false,
+          testTimeout: 20_000,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        test: {
+          name: 'unit-isolated',
+          include: MOCKING,
           testTimeout: 20_000,
           sequence: { groupOrder: 0 },
         },
