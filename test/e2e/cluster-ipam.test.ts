@@ -2,9 +2,11 @@
  * Cluster IPAM through real ferryd processes: three nodes (namespaces) against one Kubernetes API
  * stand-in serving Ferry's CRDs, each network's pool a cluster-wide range the nodes claim blocks of
  * (IPBlocks, create-if-absent). Pods are added by the real shim on every node at once; the addresses are
- * read back from the pods' kernels and must be unique cluster-wide; pods reach each other over routes to
- * blocks claimed at runtime (host-gw and VXLAN); the API server stopped, ADDs go on from the blocks held;
- * a database lost, the blocks and live addresses are learned again; a block edited by hand is refused.
+ * read back from the pods' kernels and must be unique cluster-wide, static addresses (asked for by pods'
+ * ferry.dev/nics, claimed cluster-wide as IPClaims, one handed from node to node amid the churn) included;
+ * pods reach each other over routes to blocks claimed at runtime (host-gw and VXLAN); the API server
+ * stopped, ADDs go on from the blocks held; a database lost, the blocks and live addresses are learned
+ * again; a block edited by hand is refused.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { BlocksReport } from '@ferry/shared-types/api/blocks';
@@ -47,28 +49,80 @@ const STORAGE = {
 /** Each node's devices for it (veth stand-ins), one per pod. */
 const STORAGE_DEVICES: TestDevice[] = [1, 2, 3, 4].map((i) => ({ name: `ens4f${i}`, mac: `02:fe:00:00:d0:0${i}` }));
 
+/** Delegated devices (veth stand-ins) of the group "frontend", the one pods ask static addresses on. */
+const FRONTEND_DEVICES: TestDevice[] = [1, 2, 3].map((i) => ({ name: `ens1f${i}`, mac: `02:fe:00:00:a0:0${i}` }));
+/** The frontend group and a static-address range for each of two namespaces. */
+const TENANCY = {
+  deviceGroups: [{ group: 'frontend', namespaces: ['team-a', 'team-b'] }],
+  staticAddresses: [
+    { namespaces: ['team-a'], ranges: ['198.51.100.0/28'] },
+    { namespaces: ['team-b'], ranges: ['198.51.100.16/28'] },
+  ],
+};
+
 /**
  * The cluster, its API stand-in and the nodes; peers come from the API's Node objects (no podCIDRs). With
- * `secondary`, every node also has the storage network and its devices.
+ * `secondary`, every node also has the storage network and its devices; with `statics`, the frontend
+ * devices, TENANCY and a pod watch, for pods asking static addresses.
  */
 async function useIpamCluster(
   t: Scope,
   routing: 'host-gw' | 'vxlan',
-  opts: { secondary?: boolean } = {},
+  opts: { secondary?: boolean; statics?: boolean } = {},
 ): Promise<{ api: KubeApi; nodes: ClusterNode[] }> {
+  const delegated = [
+    ...(opts.secondary ? STORAGE_DEVICES.map((d) => ({ mac: d.mac, group: 'storage' })) : []),
+    ...(opts.statics ? FRONTEND_DEVICES.map((d) => ({ mac: d.mac, group: 'frontend' })) : []),
+  ];
   const { api, nodes } = await useCluster(t, {
     routing,
     nodes: 3,
     topology: routing === 'vxlan' ? 'l3' : 'l2',
-    kube: { podCIDRs: false },
+    kube: { podCIDRs: false, pods: opts.statics ?? false },
     networks: opts.secondary ? () => [...blockNetworks()(), STORAGE] : blockNetworks(),
-    ...(opts.secondary
-      ? { ferryd: { delegatedDevices: STORAGE_DEVICES.map((d) => ({ mac: d.mac, group: 'storage' })) } }
-      : {}),
+    ferryd: {
+      ...(delegated.length > 0 ? { delegatedDevices: delegated } : {}),
+      ...(opts.statics ? { tenancy: TENANCY } : {}),
+    },
   });
   if (!api) throw new Error('no API stand-in');
   if (opts.secondary) for (const n of nodes) await useDevices(t, n.node, n.ferryd, STORAGE_DEVICES);
+  if (opts.statics) for (const n of nodes) await useDevices(t, n.node, n.ferryd, FRONTEND_DEVICES);
   return { api, nodes };
+}
+
+/** The pod annotation asking a frontend device with static `addresses`. */
+const nics = (addresses: string[]) => ({ 'ferry.dev/nics': JSON.stringify([{ group: 'frontend', addresses }]) });
+
+/** A Pod asking static `addresses` put in the API, then added on `n` by the real shim (the call kept, to retry or DEL). */
+async function addStaticPod(
+  t: Scope,
+  api: KubeApi,
+  n: ClusterNode,
+  namespace: string,
+  name: string,
+  addresses: string[],
+) {
+  const { uid } = await api.putPod(podObject(namespace, name, n.name, nics(addresses)));
+  const netns = await useNetns(t, 'pod');
+  const call = {
+    containerId: newContainerId(),
+    ifName: 'eth0',
+    netns,
+    conf: netConf(n.ferryd),
+    cniArgs: podCniArgs(namespace, name, uid),
+  };
+  return { call, add: await runShim(n.node, 'ADD', call) };
+}
+
+/** The IPClaims in the API server, as `address pod node`. */
+async function claimsInApi(api: KubeApi): Promise<string[]> {
+  return (await api.listObjects(IPAM_API, 'IPClaim'))
+    .map((o) => {
+      const spec = o.spec as { address: string; node: string; pod: { name: string } };
+      return `${spec.address} ${spec.pod.name} ${spec.node}`;
+    })
+    .sort();
 }
 
 /** The pod's storage attachment (net1), as Multus adds a delegate: the device from the conflist's delegatedNICs. */
@@ -115,7 +169,7 @@ async function delPod(n: ClusterNode, pod: AddedPod): Promise<void> {
 }
 
 /** The global addresses the pod's interface carries, as its kernel says. */
-async function kernelAddresses(pod: Pod, dev = 'eth0'): Promise<string[]> {
+async function kernelAddresses(pod: Pick<Pod, 'netns'>, dev = 'eth0'): Promise<string[]> {
   const list: { addr_info: { local: string; scope: string }[] }[] = JSON.parse(
     await inNetns(pod.netns, 'ip', '-j', 'addr', 'show', 'dev', dev),
   );
@@ -172,26 +226,95 @@ async function expectGranted(api: KubeApi): Promise<void> {
   expect((await api.stats()).forbidden).toEqual([]);
 }
 
+/** A pod of team-a holding a static address (on its frontend device), and the CNI call that added it. */
+interface StaticPod {
+  on: ClusterNode;
+  name: string;
+  address: string;
+  call: Awaited<ReturnType<typeof addStaticPod>>['call'];
+}
+
+/** A promise with its resolve, for one node's churn to wait on another's step. */
+function signal(): { done: Promise<void>; resolve: () => void } {
+  let resolve = () => {};
+  const done = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { done, resolve };
+}
+
 describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
-  test('pod churn on every node at once, a primary and a secondary network: 0 duplicate addresses cluster-wide (from the kernels); pods reach each other over blocks claimed at runtime', async (t) => {
-    const { api, nodes } = await useIpamCluster(t, routing, { secondary: true });
+  test('pod churn on every node at once, a primary and a secondary network and static addresses (one handed over to another node mid-churn): 0 duplicate addresses cluster-wide (from the kernels), each static address in one pod and its IPClaim; pods reach each other over blocks claimed at runtime', async (t) => {
+    // Some 40 shim calls a node, the three nodes at once: past the default 120 s on a loaded 2-core machine.
+    const { api, nodes } = await useIpamCluster(t, routing, { secondary: true, statics: true });
     await Promise.all(nodes.map((n) => waitSynced(n)));
     // Three rounds on every node at once: add 12, delete half, add 6 more (blocks fill, new ones are claimed).
+    // Amid them each node adds two pods of team-a with static addresses (distinct, from its range), the
+    // second handed over: the next node's pod asks for it, is refused while it is held, and gets it once
+    // the first is gone (DEL, then its Pod deleted).
     const live = new Map<ClusterNode, AddedPod[]>(nodes.map((n) => [n, []]));
+    const statics: StaticPod[] = [];
+    const held = nodes.map(() => signal());
+    const refused = nodes.map(() => signal());
     await Promise.all(
-      nodes.map(async (n) => {
+      nodes.map(async (n, at) => {
+        const prev = (at + nodes.length - 1) % nodes.length;
+        const next = (at + 1) % nodes.length;
+        const addStatic = async (name: string, address: string) => {
+          const r = await addStaticPod(t, api, n, 'team-a', name, [`${address}/28`]);
+          expect(r.add.exitCode, `${name} ${r.add.stdout}`).toBe(0);
+          return { on: n, name, address, call: r.call };
+        };
         const pods = live.get(n) ?? [];
         for (let i = 0; i < 12; i++) pods.push(await addPod(t, n));
+        const kept = await addStatic(`web-${n.name}-a`, `198.51.100.${1 + 2 * at}`);
+        const given = await addStatic(`web-${n.name}-b`, `198.51.100.${2 + 2 * at}`);
+        held[at]?.resolve();
         for (const p of pods.splice(0, 6)) await delPod(n, p);
+
+        // The previous node's second address, asked for while its pod holds it: refused, the owner named.
+        await held[prev]?.done;
+        const owner = `web-${nodes[prev]?.name}-b`;
+        const wanted = `198.51.100.${2 + 2 * prev}`;
+        const ask = await addStaticPod(t, api, n, 'team-a', `web-${n.name}-c`, [`${wanted}/28`]);
+        expect(ask.add.json, ask.add.stdout).toMatchObject({
+          code: 116,
+          msg: expect.stringContaining(`${wanted} is held by pod team-a/${owner} on node ${nodes[prev]?.name}`),
+        });
+        expect(await linkNames(ask.call.netns)).toEqual(['lo']);
+        refused[at]?.resolve();
+
+        // This node's second static pod goes once the next node was refused its address.
+        await refused[next]?.done;
+        const del = await runShim(n.node, 'DEL', given.call);
+        expect(del.exitCode, del.stdout).toBe(0);
+        await api.deletePod('team-a', given.name);
         for (let i = 0; i < 6; i++) pods.push(await addPod(t, n));
         // Four of them also on the secondary network (one device each).
         for (const p of pods.slice(0, 4)) p.storage = await addStorage(n, p);
+
+        // The previous node's pod gone, its address is given here.
+        await eventually(
+          `${wanted} given back by ${owner}`,
+          () => claimsInApi(api),
+          (c) => !c.some((x) => x.startsWith(`${wanted} ${owner} `)),
+        );
+        const retry = await runShim(n.node, 'ADD', ask.call);
+        expect(retry.exitCode, retry.stdout).toBe(0);
+        statics.push(kept, { on: n, name: `web-${n.name}-c`, address: wanted, call: ask.call });
       }),
     );
     const all = [...live.entries()].flatMap(([n, pods]) => pods.map((pod) => ({ on: n.name, pod })));
     expect(all).toHaveLength(36);
+    expect(statics).toHaveLength(6);
     const seen = new Map<string, string>();
     const duplicates: string[] = [];
+    const count = (on: string, have: string[]) => {
+      for (const a of have) {
+        if (seen.has(a)) duplicates.push(`${a} on ${seen.get(a)} and ${on}`);
+        seen.set(a, on);
+      }
+    };
     for (const { on, pod } of all) {
       const have = await kernelAddresses(pod);
       expect(have.sort()).toEqual([pod.ipv4, pod.ipv6].sort());
@@ -201,13 +324,30 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
         expect(pod.storage.startsWith('10.250.')).toBe(true);
         have.push(...net1);
       }
-      for (const a of have) {
-        if (seen.has(a)) duplicates.push(`${a} on ${seen.get(a)} and ${on}`);
-        seen.set(a, on);
-      }
+      // Nothing on any other interface of the pod.
+      expect((await addressesIn(pod.netns)).sort()).toEqual(have.sort());
+      count(on, have);
     }
+    // A static pod: its primary addresses on eth0, its static address on its frontend device, nothing else.
+    const holders = new Map<string, string[]>();
+    for (const s of statics) {
+      const eth0 = await kernelAddresses(s.call);
+      expect(eth0.filter((a) => a.startsWith('10.244.') || a.startsWith('fd00:10:244:'))).toHaveLength(2);
+      const have = await addressesIn(s.call.netns);
+      expect(have.sort()).toEqual([...eth0, s.address].sort());
+      count(`${s.on.name} (${s.name})`, have);
+    }
+    for (const p of [...all.map((x) => x.pod.netns), ...statics.map((s) => s.call.netns)]) {
+      for (const a of (await addressesIn(p)).filter((x) => x.startsWith('198.51.100.')))
+        holders.set(a, [...(holders.get(a) ?? []), p.name]);
+    }
+    // Each static address in exactly one pod's kernel, the one that asked for it, and its IPClaim names that pod.
+    expect([...holders.keys()].sort()).toEqual(statics.map((s) => s.address).sort());
+    for (const s of statics) expect(holders.get(s.address), s.address).toEqual([s.call.netns.name]);
+    expect(await claimsInApi(api)).toEqual(statics.map((s) => `${s.address} ${s.name} ${s.on.name}`).sort());
     expect(duplicates).toEqual([]);
-    expect(seen.size).toBe(72 + 12);
+    // 36 pods' two primary addresses, 12 storage addresses, 6 static pods' primary and static addresses.
+    expect(seen.size).toBe(72 + 12 + 6 * 3);
 
     // Every node holds blocks of both ranges, and no block twice.
     const inApi = await blocksInApi(api);
@@ -247,7 +387,7 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
     for (const n of nodes)
       expect(await inNetns(n.node, 'ip', '-4', 'route', 'show', 'proto', '117')).not.toContain('10.250.');
     await everyPodPingsEveryOther(nodes.map((n) => ({ on: n.name, pod: live.get(n)?.[0] as Pod })));
-  });
+  }, 240_000);
 });
 
 /** The blocks `n` holds, as ferryctl blocks shows them (`cidr state`). */
@@ -467,16 +607,6 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
 });
 
 describe('static addresses', () => {
-  const FE: TestDevice[] = [1, 2, 3].map((i) => ({ name: `ens1f${i}`, mac: `02:fe:00:00:a0:0${i}` }));
-  const TENANCY = {
-    deviceGroups: [{ group: 'frontend', namespaces: ['team-a', 'team-b'] }],
-    staticAddresses: [
-      { namespaces: ['team-a'], ranges: ['198.51.100.0/28'] },
-      { namespaces: ['team-b'], ranges: ['198.51.100.16/28'] },
-    ],
-  };
-  const nics = (addresses: string[]) => ({ 'ferry.dev/nics': JSON.stringify([{ group: 'frontend', addresses }]) });
-
   test('claimed cluster-wide: the same address on another node is refused naming the owner pod and node, two nodes racing for one get it once, and it is given once its pod is gone; another tenant’s or a block’s address is refused and nothing is claimed', async (t) => {
     const { api, nodes } = await useCluster(t, {
       routing: 'host-gw',
@@ -484,30 +614,17 @@ describe('static addresses', () => {
       topology: 'l2',
       kube: { podCIDRs: false, pods: true },
       networks: blockNetworks(),
-      ferryd: { delegatedDevices: FE.map((d) => ({ mac: d.mac, group: 'frontend' })), tenancy: TENANCY },
+      ferryd: {
+        delegatedDevices: FRONTEND_DEVICES.map((d) => ({ mac: d.mac, group: 'frontend' })),
+        tenancy: TENANCY,
+      },
     });
     if (!api) throw new Error('no API stand-in');
     const [n1, n2] = nodes as [ClusterNode, ClusterNode];
-    for (const n of nodes) await useDevices(t, n.node, n.ferryd, FE);
-    const add = async (n: ClusterNode, namespace: string, name: string, addresses: string[]) => {
-      const { uid } = await api.putPod(podObject(namespace, name, n.name, nics(addresses)));
-      const netns = await useNetns(t, 'pod');
-      const call = {
-        containerId: newContainerId(),
-        ifName: 'eth0',
-        netns,
-        conf: netConf(n.ferryd),
-        cniArgs: podCniArgs(namespace, name, uid),
-      };
-      return { call, add: await runShim(n.node, 'ADD', call) };
-    };
-    const claims = async () =>
-      (await api.listObjects(IPAM_API, 'IPClaim'))
-        .map((o) => {
-          const spec = o.spec as { address: string; node: string; pod: { name: string } };
-          return `${spec.address} ${spec.pod.name} ${spec.node}`;
-        })
-        .sort();
+    for (const n of nodes) await useDevices(t, n.node, n.ferryd, FRONTEND_DEVICES);
+    const add = (n: ClusterNode, namespace: string, name: string, addresses: string[]) =>
+      addStaticPod(t, api, n, namespace, name, addresses);
+    const claims = () => claimsInApi(api);
 
     // Claimed (ahead, from the pod watch, or at the latest by the ADD) and used by the pod.
     const first = await add(n1, 'team-a', 'web-1', ['198.51.100.5/28']);
