@@ -188,6 +188,10 @@ test.for([
     `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ndevicePlugin: { kubeletDir: var/lib/kubelet }`,
     /devicePlugin\.kubeletDir: must be an absolute path/,
   ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }, { mac: "02:00:00:00:00:02", group: h }]\ndevicePlugin: { groups: [g], preferSamePf: [h] }`,
+    /devicePlugin\.preferSamePf\[0\]: "h" is not a served group/,
+  ],
   [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
   [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
   [
@@ -289,6 +293,8 @@ test("the device plugin: off unless configured; the kubelet's directory and ever
   expect(loadConfig(file, {}, {}).config.devicePlugin).toEqual({
     kubeletDir: '/var/lib/kubelet',
     podResourcesTimeoutMs: 2000,
+    preferSamePf: [],
+    deviceInfoDir: '/var/run/k8s.cni.cncf.io/devinfo/dp',
   });
 });
 

@@ -326,12 +326,17 @@ function devicePluginProblem({ devicePlugin, delegatedDevices }: FerrydConfig): 
   if (!devicePlugin.groups && groups.size === 0) {
     return 'devicePlugin: delegatedDevices has no group to serve';
   }
-  for (const [i, group] of (devicePlugin.groups ?? [...groups]).entries()) {
+  const served = devicePlugin.groups ?? [...groups];
+  for (const [i, group] of served.entries()) {
     const where = devicePlugin.groups ? `devicePlugin.groups[${i}]` : 'delegatedDevices: group';
     if (!groups.has(group)) return `${where}: "${group}" is not a group of delegatedDevices`;
     if (!RESOURCE_NAME.test(group)) {
       return `${where}: "${group}" cannot be a resource name ferry.dev/${group} (at most 63 characters, a letter or digit at both ends)`;
     }
+  }
+  const unserved = devicePlugin.preferSamePf.findIndex((g) => !served.includes(g));
+  if (unserved >= 0) {
+    return `devicePlugin.preferSamePf[${unserved}]: "${devicePlugin.preferSamePf[unserved]}" is not a served group`;
   }
   return undefined;
 }

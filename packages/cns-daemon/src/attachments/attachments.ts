@@ -15,7 +15,7 @@ import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
-import type { KubeletAllocation } from '../device-plugin/served';
+import type { KubeletAllocation, ReleasedDevice } from '../device-plugin/served';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
@@ -64,7 +64,7 @@ export class Attachments {
   readonly #releasesAsked = new Map<string, number>();
   readonly #choice: NicChoice;
   readonly #adopted: AdoptedStore;
-  #devicesReleased: () => void = () => undefined;
+  #devicesReleased: (released: readonly ReleasedDevice[]) => void = () => undefined;
   #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
@@ -83,9 +83,10 @@ export class Attachments {
 
   /**
    * `listener` is called (inside the releasing transaction: it must only schedule work) whenever a
-   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
+   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator;
+   * told which, and since when the attachment held them.
    */
-  onDevicesReleased(listener: () => void): void {
+  onDevicesReleased(listener: (released: readonly ReleasedDevice[]) => void): void {
     this.#devicesReleased = listener;
   }
 
@@ -439,7 +440,10 @@ export class Attachments {
     const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
     attachmentStore.deleteAttachment(a.generation);
-    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
+    const released = interfaces.flatMap((i) =>
+      i.nic_type === 'DelegatedNIC' && i.device_mac ? [{ mac: i.device_mac, heldSinceMs: a.created_at_ms }] : [],
+    );
+    if (released.length > 0) this.#devicesReleased(released);
     this.#changedPodOf(a);
     return records;
   }

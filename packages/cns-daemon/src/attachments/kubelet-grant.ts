@@ -9,7 +9,7 @@
 import { type KubeletAllocation, resourceOf } from '../device-plugin/served';
 import type { DeviceRow, InterfaceRow } from '../store/rows';
 import { type Asked, entryOf } from './annotation-checks';
-import type { DeviceLookup } from './device-lookup';
+import { type DeviceLookup, isMac } from './device-lookup';
 import { type Asker, PodNicRefusal } from './pod-nic-refusal';
 import type { Tenancy } from './tenancy';
 
@@ -112,7 +112,8 @@ export class KubeletGrants {
     for (const [group, ids] of allocated ?? []) {
       if (!this.#deps.served.has(group)) continue;
       for (const id of [...ids].sort()) {
-        const row = this.#deps.lookup.byMac(id);
+        // The device plugin's IDs: PCI addresses, MACs for devices without a PCI parent.
+        const row = isMac(id) ? this.#deps.lookup.byMac(id) : this.#deps.lookup.byPci(id);
         if (!row || row.grp !== group) {
           throw new PodNicRefusal(
             'unknown',

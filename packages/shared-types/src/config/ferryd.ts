@@ -7,6 +7,7 @@ import * as z from 'zod/mini';
 import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
+import { DEVICE_INFO_DIR } from '../kube/device-info';
 import { NicTypeSchema } from '../nic';
 import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DAEMON_TIMEOUTS, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
@@ -302,6 +303,14 @@ export const DevicePluginConfigSchema = z.strictObject({
   podResourcesTimeoutMs: doc(
     z._default(z.number().check(z.int(), z.minimum(100), z.maximum(MAX_POD_LOOKUP_TIMEOUT_MS)), 2000),
     "How long an ADD may wait for the kubelet's pod-resources answer before it fails with code 11 (try again later).",
+  ),
+  preferSamePf: doc(
+    z._default(z.array(NetworkNameSchema.clone()), []),
+    "Served groups whose preferred allocations (GetPreferredAllocation) also keep a pod's VFs on one PF where they can, after keeping them on one NUMA node (the SR-IOV device plugin's `allocatePolicy: packed` does it by taking VFs in PCI address order). Default: none; every served group keeps a pod's devices on one NUMA node where it can.",
+  ),
+  deviceInfoDir: doc(
+    z._default(absolutePath(), DEVICE_INFO_DIR),
+    "Where Allocate writes each allocated PCI device's device-info file (NPWG Device Information Specification 1.1.0, `<resource with / as ->-<PCI address>-device.json`), which Multus copies into network-status; the file goes when the device is released (DEL) and when ferryd stops.",
   ),
 });
 export type DevicePluginConfig = z.infer<typeof DevicePluginConfigSchema>;
