@@ -16,6 +16,7 @@ import {
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
+import { deviceKindProblem } from './devices/device-kind';
 import {
   type Cidr,
   contains,
@@ -220,6 +221,7 @@ function crossCheck(config: FerrydConfig): string | undefined {
   }
   return (
     tenancyProblem(config, subnets) ??
+    deviceKindProblem(config.delegatedDevices) ??
     devicePluginProblem(config) ??
     listenerProblem(config) ??
     (config.cluster

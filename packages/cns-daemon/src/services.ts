@@ -23,6 +23,7 @@ import { registerClusterMetrics } from './cluster/metrics';
 import type { buildDevicePlugin, DevicePlugin } from './device-plugin/build';
 import { servedGroupsOf } from './device-plugin/served';
 import { deviceInfoAt } from './devices/device-info';
+import { GroupKinds } from './devices/device-kind';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
 import { Sysfs } from './devices/sysfs';
@@ -274,6 +275,7 @@ function attachmentsOf({ config, db, stores, metrics, opts }: Context, ipam: Ipa
     pci,
     tenancy,
     served,
+    kinds: new GroupKinds(config.delegatedDevices),
     now: opts.now,
     journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
     log: opts.log,
@@ -400,8 +402,8 @@ function podsOf({ config, opts }: Context, operator: Operator, devices: DevicePa
     config: kubernetes.pods,
     records: (pod) =>
       operator.listEndpoints(pod ? { namespace: pod.namespace, pod: pod.name } : {}).flatMap((e) => e.interfaces),
-    deviceInfoOf: (mac) => {
-      const address = devices.pci.pciOf(mac);
+    deviceInfoOf: ({ mac, pciAddress }) => {
+      const address = pciAddress ?? (mac ? devices.pci.pciOf(mac) : undefined);
       return address ? deviceInfoAt(devices.sysfs, address) : undefined;
     },
     resyncMs: config.reconcile.intervalSec * 1000,

@@ -16,6 +16,7 @@ import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
 import type { KubeletAllocation, ReleasedDevice } from '../device-plugin/served';
+import type { GroupKinds } from '../devices/device-kind';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
@@ -49,6 +50,8 @@ export interface AttachmentsDeps {
   pci?: PciAddresses;
   /** The device groups served to the kubelet as resources (default: none). */
   served?: ReadonlySet<string>;
+  /** Which groups hold userspace devices (default: none; every group holds netdevs). */
+  kinds?: GroupKinds;
 }
 
 /** The key of one attachment. */
@@ -77,6 +80,7 @@ export class Attachments {
       tenancy: deps.tenancy ?? new Tenancy({ deviceGroups: [], staticAddresses: [] }, []),
       ...(deps.pci ? { pci: deps.pci } : {}),
       ...(deps.served ? { served: deps.served } : {}),
+      ...(deps.kinds ? { kinds: deps.kinds } : {}),
       hasNetwork: (name) => deps.ipam.networks().some((n) => n.config.name === name),
     });
   }
@@ -251,7 +255,9 @@ export class Attachments {
       );
     }
     for (const nic of req.nics) {
-      if (!attachmentStore.commitInterface(a.generation, nic.ifName, nic.mac, nic.containerIfIndex)) {
+      // A userspace device (the plan said so) was built into nothing: it has no MAC and no ifindex.
+      const built = 'userspace' in nic ? undefined : nic;
+      if (!attachmentStore.commitInterface(a.generation, nic.ifName, built?.mac, built?.containerIfIndex)) {
         throw new CniError(
           Code.InvalidConfig,
           `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
@@ -485,6 +491,17 @@ export class Attachments {
           addresses,
           routes: routesOf(i),
           ...(net.config.mtu ? { mtu: net.config.mtu } : {}),
+        };
+      }
+      if (i.userspace_pci_address !== null) {
+        return {
+          nicType: 'DelegatedNIC',
+          ifName: i.if_name,
+          endpointId: i.endpoint_id,
+          userspace: true,
+          pciAddress: i.userspace_pci_address,
+          addresses: [],
+          routes: [],
         };
       }
       if (!i.device_mac || !i.host_if_name) {

@@ -18,6 +18,7 @@ import { CniError, Code } from '@ferry/shared-types/errors';
 import { POD_NICS_ANNOTATION, type PodNics } from '@ferry/shared-types/kube/pod-nics';
 import * as z from 'zod/mini';
 import { type KubeletAllocation, resourceOf } from '../device-plugin/served';
+import { GroupKinds } from '../devices/device-kind';
 import type { PciAddresses } from '../devices/pci';
 import type { AttachmentStore } from '../store/attachments';
 import type { DeviceStore } from '../store/devices';
@@ -42,6 +43,8 @@ export interface NicChoiceDeps {
   hasNetwork(name: string): boolean;
   /** The groups served to the kubelet as resources (none: the device plugin is off). */
   served?: ReadonlySet<string>;
+  /** Which groups hold userspace devices (none: every group holds netdevs). */
+  kinds?: GroupKinds;
 }
 
 const isPciAddress = (s: string) => z.safeParse(PciAddressSchema, s).success;
@@ -67,6 +70,7 @@ export class NicChoice {
       tenancy,
       hasNetwork: deps.hasNetwork,
       served,
+      kinds: deps.kinds ?? new GroupKinds([]),
     });
     this.#grants = new KubeletGrants({ lookup, tenancy, served });
     this.#free = new FreeDevices({ devices: deps.devices, tenancy, served });

@@ -8,6 +8,7 @@
  * CPUs; -1 (no affinity) is no topology.
  */
 import type { Device } from '@ferry/shared-types/api/devices';
+import { USERSPACE_DRIVERS } from '../devices/device-kind';
 import type { PciFunction } from '../devices/sysfs';
 import { type ContainerPreferredAllocationRequest, HEALTHY, type PluginDevice, UNHEALTHY } from './protos';
 
@@ -22,6 +23,8 @@ export interface GroupDevice {
   /** A VF's PF. */
   pfAddress?: string;
   numaNode?: number;
+  /** A userspace device's IOMMU group (bound to vfio-pci): the container opens /dev/vfio/<group>. */
+  vfioGroup?: string;
 }
 
 /** The PCI function at an address as sysfs shows it now (devices/sysfs.ts). */
@@ -42,6 +45,7 @@ export function groupDevicesOf(devices: readonly Device[], group: string, pciFun
         pciAddress: d.pciAddress,
         ...(f?.pf ? { pfAddress: f.pf.address } : {}),
         ...(f?.numaNode !== undefined ? { numaNode: f.numaNode } : {}),
+        ...(f?.iommuGroup && f.driver && USERSPACE_DRIVERS.has(f.driver) ? { vfioGroup: f.iommuGroup } : {}),
       };
     })
     .sort((a, b) => compare(a.id, b.id));

@@ -59,8 +59,18 @@ export interface PreferredAllocationResponse {
 export interface AllocateRequest {
   containerRequests: { devicesIds: string[] }[];
 }
+/** A host device node the kubelet makes in the container (with its cgroup permissions: r, w, m). */
+export interface DeviceSpec {
+  containerPath: string;
+  hostPath: string;
+  permissions: string;
+}
 export interface AllocateResponse {
-  containerResponses: { envs: Record<string, string>; annotations: Record<string, string> }[];
+  containerResponses: {
+    envs: Record<string, string>;
+    devices: DeviceSpec[];
+    annotations: Record<string, string>;
+  }[];
 }
 export interface PodResources {
   name: string;

@@ -37,6 +37,7 @@ import {
   unary,
 } from './protos';
 import { resourceOf } from './served';
+import { vfioDeviceSpecsOf } from './vfio-devices';
 
 /** How long Register may take (the kubelet answers at once, or not at all). */
 const REGISTER_TIMEOUT_MS = 5000;
@@ -248,8 +249,9 @@ export class ResourcePlugin {
 
   /**
    * The kubelet asks after it chose the devices: each must be one of ours. What the pod gets is decided
-   * at its ADD (from the kubelet's pod-resources API); the container learns its devices (envOf), and each
-   * PCI device's device-info file is written for Multus. A file that cannot be written fails the
+   * at its ADD (from the kubelet's pod-resources API); the container learns its devices (envOf), gets the
+   * /dev/vfio nodes of its userspace devices (vfio-devices.ts), and each PCI device's device-info file is
+   * written for Multus. A file that cannot be written fails the
    * allocation (the kubelet fails the pod's admission and says why), rather than a pod whose
    * network-status lacks what it asked for.
    */
@@ -279,6 +281,7 @@ export class ResourcePlugin {
     done(null, {
       containerResponses: req.containerRequests.map((c) => ({
         envs: envOf(this.#deps.group, this.resource, devicesOf(c.devicesIds)),
+        devices: vfioDeviceSpecsOf(devicesOf(c.devicesIds)),
         annotations: {},
       })),
     });

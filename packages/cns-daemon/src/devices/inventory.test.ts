@@ -35,7 +35,7 @@ test('a scan while a pod holds its device leaves it present: released (brought h
   w.attachments.release('c1', 'ferry', 'eth0');
   expect(stateOf(w, MAC)).toBe('free');
   const next = w.attachments.allocate(request('c2', ask)).plan;
-  expect(next.nics.map((n) => [n.nicType, n.nicType === 'DelegatedNIC' ? n.mac : null])).toEqual([
+  expect(next.nics.map((n) => [n.nicType, 'mac' in n ? n.mac : null])).toEqual([
     ['InfraNIC', null],
     ['DelegatedNIC', MAC],
   ]);

@@ -15,8 +15,11 @@ import {
 } from '@ferry/shared-types/kube/network-status';
 import { isPodWithUid, type PodView } from './pod';
 
-/** A delegated device's `device-info` by its MAC, where it is a PCI device (devices/device-info.ts). */
-export type DeviceInfoOf = (deviceMac: string) => PciDeviceInfo | undefined;
+/**
+ * A delegated device's `device-info`, where it is a PCI device (devices/device-info.ts): by its PCI address
+ * where the record has it (a userspace device, which has no MAC), else by its MAC.
+ */
+export type DeviceInfoOf = (device: { mac?: string; pciAddress?: string }) => PciDeviceInfo | undefined;
 
 /** The interface name the kubelet gives a pod's cluster-wide default network (CNI_IFNAME). */
 const DEFAULT_NETWORK_IF_NAME = 'eth0';
@@ -59,7 +62,11 @@ export function ferryEntriesOf(
 }
 
 function entryOf(r: InterfaceRecord, deviceInfoOf: DeviceInfoOf): FerryStatusEntry {
-  const deviceInfo = r.deviceMac ? deviceInfoOf(r.deviceMac) : undefined;
+  const device = {
+    ...(r.deviceMac ? { mac: r.deviceMac } : {}),
+    ...(r.pciAddress ? { pciAddress: r.pciAddress } : {}),
+  };
+  const deviceInfo = device.mac || device.pciAddress ? deviceInfoOf(device) : undefined;
   return {
     name: r.network,
     interface: r.ifName,

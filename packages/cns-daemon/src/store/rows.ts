@@ -49,6 +49,8 @@ export const InterfaceRowSchema = z.object({
   host_if_name: OptText,
   device_mac: OptText,
   static_addresses_json: OptText,
+  /** A userspace device's PCI address (no netdev: no host name, no MAC); null for any other interface. */
+  userspace_pci_address: OptText,
 });
 export type InterfaceRow = z.infer<typeof InterfaceRowSchema>;
 

@@ -15,6 +15,7 @@ import { Attachments } from '../attachments/attachments';
 import { JournalDir } from '../attachments/commit-journal';
 import { Tenancy } from '../attachments/tenancy';
 import { servedGroupsOf } from '../device-plugin/served';
+import { GroupKinds } from '../devices/device-kind';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
 import { Sysfs } from '../devices/sysfs';
@@ -81,6 +82,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
       ),
       pci,
       served,
+      kinds: new GroupKinds(config.delegatedDevices),
       now,
       journal,
       log,
