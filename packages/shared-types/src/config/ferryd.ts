@@ -310,7 +310,7 @@ export const DevicePluginConfigSchema = z.strictObject({
   ),
   deviceInfoDir: doc(
     z._default(absolutePath(), DEVICE_INFO_DIR),
-    "Where Allocate writes each allocated PCI device's device-info file (NPWG Device Information Specification 1.1.0, `<resource with / as ->-<PCI address>-device.json`), which Multus copies into network-status; the file goes when the device is released (DEL) and when ferryd stops.",
+    "Where Allocate writes each allocated PCI device's device-info file (NPWG Device Information Specification 1.1.0), `<resource>-<PCI address>-device.json` with the resource's `/` as `-` (`ferry.dev-sriov-0000:3b:02.0-device.json`), which Multus copies into network-status; the file goes when the device is released (a DEL) and when ferryd stops.",
   ),
 });
 export type DevicePluginConfig = z.infer<typeof DevicePluginConfigSchema>;
