@@ -12,7 +12,7 @@ import type { Device } from '@ferry/shared-types/api/devices';
 import type { DevicePluginConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { deviceIdOf, groupDevicesOf, type PciFunctionOf } from './devices';
+import { groupDevicesOf, type PciFunctionOf } from './devices';
 import { PodResourcesClient } from './pod-resources';
 import { ResourcePlugin, type ResourceStatus } from './resource';
 import type { KubeletAllocation, ReleasedDevice } from './served';
@@ -88,7 +88,7 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       for (const r of released) {
         const d = byMac.get(r.mac);
         const plugin = plugins.find((p) => p.group === d?.group);
-        if (d && plugin) plugin.released(deviceIdOf(d), r.heldSinceMs);
+        if (d && plugin) plugin.released(d.id, r.heldSinceMs);
       }
     },
     status: () => plugins.map((p) => p.status()),
