@@ -28,6 +28,7 @@ import type { DeviceStore } from '../store/devices';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import { type AdoptionPlan, type AdoptionWritten, writeAdoption } from './adoption-plan';
 import type { JournalDir } from './commit-journal';
+import { deviceColumnsOf } from './device-columns';
 import type { WantedDevice } from './free-devices';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
 import { NicChoice } from './nic-choice';
@@ -380,8 +381,9 @@ export class Attachments {
         );
       }
       taken.add(ifName);
-      if (!w.row.host_if_name || !w.row.mac)
-        throw new CniError(Code.DeviceUnavailable, `device ${w.row.id} has never been seen on the node`);
+      const kind = this.#deps.kinds?.of(w.row.grp) ?? 'netdev';
+      // A userspace device has no netdev: no pool address, no route.
+      const pooled = w.pooled && kind === 'netdev';
       const interfaceId = attachmentStore.insertInterface({
         attachmentId,
         position: position + k,
@@ -389,15 +391,14 @@ export class Attachments {
         ifName,
         endpointId: endpointIdOf('DelegatedNIC', req.containerId, ifName),
         nicType: 'DelegatedNIC',
-        routesJson: w.pooled ? routesJson : JSON.stringify(w.routes),
-        hostIfName: w.row.host_if_name,
-        deviceMac: w.row.mac,
+        routesJson: pooled ? routesJson : JSON.stringify(w.routes),
+        ...deviceColumnsOf(w, kind),
         ...(w.statics.length ? { staticAddressesJson: JSON.stringify(w.statics) } : {}),
       });
       if (!devices.assign(w.row.id, interfaceId)) {
         throw new CniError(Code.DeviceUnavailable, `device ${w.row.id} was taken by another pod meanwhile`);
       }
-      if (w.pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
+      if (pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
     }
   }
 
@@ -447,8 +448,13 @@ export class Attachments {
     const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
     attachmentStore.deleteAttachment(a.generation);
-    const released = interfaces.flatMap((i) =>
-      i.nic_type === 'DelegatedNIC' && i.device_mac ? [{ mac: i.device_mac, heldSinceMs: a.created_at_ms }] : [],
+    const heldSinceMs = a.created_at_ms;
+    const released = interfaces.flatMap((i): ReleasedDevice[] =>
+      i.userspace_pci_address !== null
+        ? [{ pciAddress: i.userspace_pci_address, heldSinceMs }]
+        : i.nic_type === 'DelegatedNIC' && i.device_mac
+          ? [{ mac: i.device_mac, heldSinceMs }]
+          : [],
     );
     if (released.length > 0) this.#devicesReleased(released);
     this.#changedPodOf(a);

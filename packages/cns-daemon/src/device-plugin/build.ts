@@ -84,9 +84,11 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       for (const p of plugins) p.refresh();
     },
     released: (released) => {
-      const byMac = new Map(opts.devices().map((d) => [d.mac, d]));
+      const all = opts.devices();
+      const byMac = new Map(all.map((d) => [d.mac, d]));
+      const byId = new Map(all.map((d) => [d.id, d]));
       for (const r of released) {
-        const d = byMac.get(r.mac);
+        const d = 'pciAddress' in r ? byId.get(r.pciAddress) : byMac.get(r.mac);
         const plugin = plugins.find((p) => p.group === d?.group);
         if (d && plugin) plugin.released(d.id, r.heldSinceMs);
       }

@@ -8,11 +8,11 @@ import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 /** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
 export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
 
-/** A delegated device an attachment released (by MAC), and since when the attachment held it. */
-export interface ReleasedDevice {
-  mac: string;
-  heldSinceMs: number;
-}
+/**
+ * A delegated device an attachment released (a netdev by MAC, a userspace device by its PCI address), and
+ * since when the attachment held it.
+ */
+export type ReleasedDevice = ({ mac: string } | { pciAddress: string }) & { heldSinceMs: number };
 
 /** The extended resource a served group is (the kubelet's name for it). */
 export const resourceOf = (group: string) => `ferry.dev/${group}`;
