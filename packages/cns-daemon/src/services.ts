@@ -228,7 +228,8 @@ function blockServicesOf(
 }
 
 function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DeviceParts {
-  const pci = new PciAddresses(new Sysfs(config.sysfsRoot));
+  const sysfs = new Sysfs(config.sysfsRoot);
+  const pci = new PciAddresses(sysfs);
   const groups = config.delegatedDevices.map((d) => d.group);
   const tenancy = new Tenancy(config.tenancy, groups);
   const served = servedGroupsOf(config);
@@ -242,6 +243,7 @@ function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DevicePar
     now,
     goneGraceSec: config.reconcile.deviceGoneGraceSec,
     pci,
+    sysfs,
     served,
   });
   return { pci, tenancy, served, inventory };
