@@ -27,6 +27,7 @@ import { deviceIdOf, isPciId } from './identity';
 import type { PciAddresses } from './pci';
 import { DeviceMatcher } from './selectors';
 import type { Sysfs } from './sysfs';
+import { userspaceFunctionsOf } from './userspace-functions';
 
 export interface InventoryDeps {
   db: Db;
@@ -102,12 +103,19 @@ export class Inventory {
     this.#deps.pci?.refresh(links);
     const onNode = this.#refuseOverlaps(this.#identified(links));
     const byId = new Map(onNode.map((d) => [d.id, d]));
+    // Userspace devices (vfio-bound, no netdev) are in sysfs only: on the node while sysfs lists them.
+    const userspace = this.#deps.sysfs ? userspaceFunctionsOf(this.#deps.sysfs, this.#matchers, log) : [];
+    const inSysfs = new Set(userspace.map((u) => u.id));
     const now = this.#deps.now();
     const goneBefore = now - this.#deps.goneGraceSec * 1000;
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
       this.#rekeyByPci(onNode);
       const configured = this.#upsertConfigured(onNode);
+      for (const u of userspace) {
+        configured.add(u.id);
+        if (!devices.get(u.id)) devices.upsert(u.id, undefined, u.group, undefined);
+      }
       for (const row of devices.all()) {
         if (!configured.has(row.id) && !this.#discoveredGroups.has(row.grp) && devices.remove(row.id)) {
           log.info({ device: row.id }, 'device no longer configured: dropped from the inventory');
@@ -129,10 +137,13 @@ export class Inventory {
         }
         // A device a pod holds is not on the node but accounted for: marked absent, it would count as
         // missing from its release (the DEL has brought it home) until the next scan, and be refused (106).
+        // A userspace device never leaves sysfs for its pod (nothing moves): held or not, it is never a
+        // device back from a dead pod.
+        const isUserspaceHere = inSysfs.has(row.id);
         devices.setPresence(
           row.id,
-          here !== undefined || row.interface_id !== null,
-          here ? { atMs: now, mac: here.mac } : undefined,
+          here !== undefined || isUserspaceHere || row.interface_id !== null,
+          here ? { atMs: now, mac: here.mac } : isUserspaceHere ? { atMs: now } : undefined,
         );
         if (
           here &&

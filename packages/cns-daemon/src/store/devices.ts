@@ -113,7 +113,7 @@ export class DeviceStore {
   }
 
   /** `seen`: when and with which MAC it was seen on the node now (none: not seen by this look). */
-  setPresence(id: string, present: boolean, seen?: { atMs: number; mac: string }): void {
+  setPresence(id: string, present: boolean, seen?: { atMs: number; mac?: string }): void {
     this.#setPresence.run(present ? 1 : 0, seen?.atMs ?? null, seen?.mac ?? null, id);
   }
 
