@@ -12,7 +12,7 @@ import type { Device } from '@ferry/shared-types/api/devices';
 import type { DevicePluginConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { deviceIdOf, groupDevicesOf, type PciFunctionOf } from './devices';
+import { groupDevicesOf, type PciFunctionOf } from './devices';
 import { PodResourcesClient } from './pod-resources';
 import { ResourcePlugin, type ResourceStatus } from './resource';
 import type { KubeletAllocation, ReleasedDevice } from './served';
@@ -41,7 +41,7 @@ export interface DevicePlugin {
   allocationOf(pod: PodRef | undefined): Promise<KubeletAllocation | undefined>;
   /** After an inventory scan: sends changed device lists to the kubelet. */
   refresh(): void;
-  /** Attachments released these devices (by MAC, each held since `heldSinceMs`): their device-info files go. */
+  /** Attachments released these devices (each held since `heldSinceMs`): their device-info files go. */
   released(devices: readonly ReleasedDevice[]): void;
   status(): ResourceStatus[];
   start(): void;
@@ -84,11 +84,11 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       for (const p of plugins) p.refresh();
     },
     released: (released) => {
-      const byMac = new Map(opts.devices().map((d) => [d.mac, d]));
+      const devices = opts.devices();
       for (const r of released) {
-        const d = byMac.get(r.mac);
+        const d = devices.find((x) => x.id === r.id) ?? devices.find((x) => x.mac === r.id);
         const plugin = plugins.find((p) => p.group === d?.group);
-        if (d && plugin) plugin.released(deviceIdOf(d), r.heldSinceMs);
+        if (d && plugin) plugin.released(d.id, r.heldSinceMs);
       }
     },
     status: () => plugins.map((p) => p.status()),

@@ -4,6 +4,7 @@ import type { PciFunction } from '../devices/sysfs';
 import { envOf, type GroupDevice, groupDevicesOf, pluginDevicesOf, preferredOf } from './devices';
 
 const device = (mac: string, group: string, state: Device['state'], pciAddress?: string): Device => ({
+  id: pciAddress ?? mac,
   mac,
   group,
   state,

@@ -12,9 +12,10 @@ import type { PciFunction } from '../devices/sysfs';
 import { type ContainerPreferredAllocationRequest, HEALTHY, type PluginDevice, UNHEALTHY } from './protos';
 
 export interface GroupDevice {
-  /** The device plugin's ID: the PCI address, else the MAC. */
+  /** The device plugin's ID: the device's identity (devices/identity.ts: the PCI address, else the MAC). */
   id: string;
-  mac: string;
+  /** As last seen (none: a function without a netdev). */
+  mac?: string;
   healthy: boolean;
   /** On the node and held by no attachment: what an allocation should prefer. */
   free: boolean;
@@ -27,14 +28,16 @@ export interface GroupDevice {
 /** The PCI function at an address as sysfs shows it now (devices/sysfs.ts). */
 export type PciFunctionOf = (address: string) => PciFunction | undefined;
 
-/** A device's ID for the kubelet: its PCI address, else (no PCI parent: a veth in tests) its MAC. */
-export const deviceIdOf = (d: Pick<Device, 'mac' | 'pciAddress'>): string => d.pciAddress ?? d.mac;
-
 export function groupDevicesOf(devices: readonly Device[], group: string, pciFunctionOf: PciFunctionOf): GroupDevice[] {
   return devices
     .filter((d) => d.group === group)
     .map((d): GroupDevice => {
-      const base = { id: deviceIdOf(d), mac: d.mac, healthy: d.state !== 'missing', free: d.state === 'free' };
+      const base = {
+        id: d.id,
+        ...(d.mac ? { mac: d.mac } : {}),
+        healthy: d.state !== 'missing',
+        free: d.state === 'free',
+      };
       if (!d.pciAddress) return base;
       const f = pciFunctionOf(d.pciAddress);
       return {
@@ -131,7 +134,9 @@ function bucketsOf(ranked: readonly string[], key: (id: string) => string): Buck
 export function envOf(group: string, resource: string, devices: readonly GroupDevice[]): Record<string, string> {
   const pci = devices.flatMap((d) => (d.pciAddress ? [d.pciAddress] : []));
   return {
-    [`FERRY_DEVICES_${group.toUpperCase().replaceAll(/[^A-Z0-9]/g, '_')}`]: devices.map((d) => d.mac).join(','),
+    [`FERRY_DEVICES_${group.toUpperCase().replaceAll(/[^A-Z0-9]/g, '_')}`]: devices
+      .flatMap((d) => d.mac ?? [])
+      .join(','),
     ...(pci.length > 0 ? { [`PCIDEVICE_${resource.toUpperCase().replaceAll(/[./]/g, '_')}`]: pci.join(',') } : {}),
   };
 }

@@ -5,12 +5,12 @@
  */
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 
-/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
+/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (PCI addresses; MACs without a PCI parent). */
 export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
 
-/** A delegated device an attachment released (by MAC), and since when the attachment held it. */
+/** A delegated device an attachment released (its identity, or its MAC), and since when the attachment held it. */
 export interface ReleasedDevice {
-  mac: string;
+  id: string;
   heldSinceMs: number;
 }
 
