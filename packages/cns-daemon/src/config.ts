@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import {
   type ClusterConfig,
   DEFAULT_BLOCK_PREFIX,
+  DEVICE_SELECTORS,
   type FerrydConfig,
   FerrydConfigSchema,
   type PoolConfig,
@@ -206,7 +207,16 @@ function crossCheck(config: FerrydConfig): string | undefined {
       return `networks[${i}].ipv${empty.family}.exclude: covers the whole range; no address is left to hand out`;
   }
   for (const [i, dev] of config.delegatedDevices.entries()) {
-    if (!dev.mac && !dev.namePattern) return `delegatedDevices[${i}]: needs mac or namePattern`;
+    const given = [
+      ...(dev.mac ? ['mac'] : []),
+      ...(dev.namePattern ? ['namePattern'] : []),
+      ...DEVICE_SELECTORS.filter((k) => dev[k] !== undefined),
+    ];
+    if (given.length === 0)
+      return `delegatedDevices[${i}]: needs mac, namePattern or selectors (${DEVICE_SELECTORS.join(', ')})`;
+    if ((dev.mac || dev.namePattern) && given.length > 1) {
+      return `delegatedDevices[${i}]: ${given.join(' and ')} are alternatives: give mac, namePattern or selectors`;
+    }
     if (dev.nicType === 'BackendNIC') {
       return `delegatedDevices[${i}].nicType: BackendNIC (RDMA/InfiniBand) is not supported; only DelegatedNIC devices can be delegated`;
     }

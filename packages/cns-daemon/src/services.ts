@@ -250,6 +250,7 @@ function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DevicePar
     now,
     goneGraceSec: config.reconcile.deviceGoneGraceSec,
     pci,
+    sysfs,
     served,
   });
   return { sysfs, pci, tenancy, served, inventory };

@@ -15,6 +15,7 @@ import { MIGRATIONS } from '../store/migrations/index';
 import { commitOf, request, useAttachments } from '../testing/attachments-world';
 import { tempDir } from '../testing/harness';
 import { Inventory } from './inventory';
+import { Sysfs } from './sysfs';
 
 const PF = '0000:3b:00.0';
 const VF = ['0000:3b:02.0', '0000:3b:02.1', '0000:3b:02.2', '0000:3b:02.3'] as const;
@@ -61,6 +62,7 @@ function useSriov(
     now: () => w.clock.now,
     goneGraceSec: opts.goneGraceSec ?? 300,
     pci: w.pci,
+    sysfs: new Sysfs(tree.root),
   });
   return { tree, w, node, inventory };
 }
@@ -204,4 +206,18 @@ test('a schema-4 database: rows keyed by MAC are keyed by PCI address at the fir
     [VF[0], HELD, 'free'],
     [VF[1], RESERVED, 'free'],
   ]);
+});
+
+test('a device two groups match is refused at the first scan naming both; a later one is left out', async (t) => {
+  const config: FerrydConfig['delegatedDevices'] = [
+    { drivers: ['iavf'], group: 'fast', nicType: 'DelegatedNIC' },
+    { pfNames: ['ens1f0#1-3'], group: 'dpdk', nicType: 'DelegatedNIC' },
+  ];
+  const { node, inventory } = useSriov(t, { config });
+  node.links = [link(10, 'ens1f0v0', '02:00:00:00:00:a0'), link(11, 'ens1f0v1', '02:00:00:00:00:a1')];
+  await expect(inventory.scan()).rejects.toThrow(
+    'delegatedDevices: device 0000:3b:02.1 (ens1f0v1) is matched by the groups "fast" and "dpdk": a device may be in one group only; narrow the selectors',
+  );
+  await inventory.scan();
+  expect(ids(inventory)).toEqual([[VF[0], '02:00:00:00:00:a0', 'free']]);
 });

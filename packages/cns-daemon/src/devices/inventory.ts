@@ -19,11 +19,14 @@ import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Logger } from 'pino';
 import type { FerrydConfig } from '../config';
+import { StartupError } from '../errors';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
 import { parseRow } from '../store/rows';
 import { deviceIdOf, isPciId } from './identity';
 import type { PciAddresses } from './pci';
+import { DeviceMatcher } from './selectors';
+import type { Sysfs } from './sysfs';
 
 export interface InventoryDeps {
   db: Db;
@@ -36,6 +39,8 @@ export interface InventoryDeps {
   goneGraceSec: number;
   /** Told each scan's listing, to read the devices' PCI addresses again. */
   pci?: PciAddresses;
+  /** What the selectors read (absent: no device matches a selector). */
+  sysfs?: Sysfs;
   /** The groups served to the kubelet (its allocation gives their devices, never a reservation). */
   served?: ReadonlySet<string>;
 }
@@ -45,6 +50,8 @@ interface NodeDevice {
   id: string;
   mac: string;
   link: IpLink;
+  /** The config entries that match it. */
+  matched: DeviceMatcher[];
   pciAddress?: string;
 }
 
@@ -54,18 +61,21 @@ export interface ScanResult {
 }
 
 const normalMac = (mac: string) => mac.toLowerCase();
+const ZERO_MAC = '00:00:00:00:00:00';
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
   readonly #deps: InventoryDeps;
-  readonly #patterns: { re: RegExp; group: string }[];
+  readonly #matchers: DeviceMatcher[];
+  /** The groups whose devices are found on the node (by pattern or selectors), not named by MAC. */
+  readonly #discoveredGroups: ReadonlySet<string>;
+  #isFirstScan = true;
   #scanned: () => void = () => undefined;
 
   constructor(deps: InventoryDeps) {
     this.#deps = deps;
-    this.#patterns = deps.config.flatMap((c) =>
-      c.namePattern ? [{ re: new RegExp(c.namePattern), group: c.group }] : [],
-    );
+    this.#matchers = deps.config.map((c) => new DeviceMatcher(c));
+    this.#discoveredGroups = new Set(this.#matchers.filter((m) => m.kind !== 'mac').map((m) => m.group));
   }
 
   /** True when there is anything to manage (no device config and no rows: nothing to scan). */
@@ -90,7 +100,7 @@ export class Inventory {
     const listedAt = this.#deps.now();
     const links = await this.#deps.ip.listLinks(SELF);
     this.#deps.pci?.refresh(links);
-    const onNode = this.#identified(links);
+    const onNode = this.#refuseOverlaps(this.#identified(links));
     const byId = new Map(onNode.map((d) => [d.id, d]));
     const now = this.#deps.now();
     const goneBefore = now - this.#deps.goneGraceSec * 1000;
@@ -98,9 +108,8 @@ export class Inventory {
     db.transaction(() => {
       this.#rekeyByPci(onNode);
       const configured = this.#upsertConfigured(onNode);
-      const discoveredGroups = new Set(this.#patterns.map((p) => p.group));
       for (const row of devices.all()) {
-        if (!configured.has(row.id) && !discoveredGroups.has(row.grp) && devices.remove(row.id)) {
+        if (!configured.has(row.id) && !this.#discoveredGroups.has(row.grp) && devices.remove(row.id)) {
           log.info({ device: row.id }, 'device no longer configured: dropped from the inventory');
           continue;
         }
@@ -156,9 +165,47 @@ export class Inventory {
     return links.flatMap((link) => {
       if (!link.address || !ETHER_MAC.test(link.address)) return [];
       const mac = normalMac(link.address);
-      const pciAddress = this.#deps.pci?.pciOfLink(link.ifname, mac);
-      return [{ id: deviceIdOf({ pciAddress, mac }), mac, link, ...(pciAddress ? { pciAddress } : {}) }];
+      const pciAddress = this.#deps.pci?.pciOfLink(link.ifname, mac) ?? this.#lastSeenAt(mac);
+      const fn = pciAddress ? this.#deps.sysfs?.function(pciAddress) : undefined;
+      const facts = { ifName: link.ifname, mac, linkType: link.link_type, fn };
+      const matched = this.#matchers.filter((m) => m.matches(facts));
+      return [{ id: deviceIdOf({ pciAddress, mac }), mac, link, matched, ...(pciAddress ? { pciAddress } : {}) }];
     });
+  }
+
+  /**
+   * The PCI address the inventory last saw this MAC at, when one device only was seen with it: a device
+   * sysfs does not list under the name it has now (ferryd restarted while it was away from its name).
+   */
+  #lastSeenAt(mac: string): string | undefined {
+    if (mac === ZERO_MAC) return undefined;
+    const rows = this.#deps.devices.byMac(mac);
+    const [row] = rows;
+    return rows.length === 1 && row && isPciId(row.id) ? row.id : undefined;
+  }
+
+  /**
+   * A device that entries of two groups match is nobody's: at ferryd's start that is refused (the config
+   * is wrong), later (a device that appeared since) it is logged and the device left out.
+   */
+  #refuseOverlaps(onNode: NodeDevice[]): NodeDevice[] {
+    const overlaps = onNode.flatMap((d) => {
+      const groups = [...new Set(d.matched.map((m) => m.group))];
+      return groups.length > 1 ? [{ d, groups }] : [];
+    });
+    const first = this.#isFirstScan;
+    this.#isFirstScan = false;
+    const [o] = overlaps;
+    if (!o) return onNode;
+    const what = (x: typeof o) =>
+      `device ${x.d.id} (${x.d.link.ifname}) is matched by the groups ${x.groups.map((g) => `"${g}"`).join(' and ')}`;
+    if (first) {
+      throw new StartupError(
+        `delegatedDevices: ${overlaps.map(what).join('; ')}: a device may be in one group only; narrow the selectors`,
+      );
+    }
+    for (const x of overlaps) this.#deps.log.error({ device: x.d.id, groups: x.groups }, `${what(x)}: left out`);
+    return onNode.filter((d) => !overlaps.some((x) => x.d === d));
   }
 
   /**
@@ -194,13 +241,11 @@ export class Inventory {
       for (const id of known.length ? known : [mac]) configured.add(id);
     }
     for (const d of onNode) {
-      // Only Ethernet devices with a real MAC can be delegated (not tunnels, not loopback).
-      if (d.link.link_type !== 'ether') continue;
-      const p = this.#patterns.find((x) => x.re.test(d.link.ifname));
-      if (!p) continue;
+      const m = d.matched.find((x) => x.kind !== 'mac');
+      if (!m) continue;
       configured.add(d.id);
-      // A pattern names devices as they are found; the name at first sight is the one they keep.
-      if (!devices.get(d.id)) devices.upsert(d.id, d.mac, p.group, d.link.ifname);
+      // A pattern or selector names devices as they are found; the name at first sight is the one they keep.
+      if (!devices.get(d.id)) devices.upsert(d.id, d.mac, m.group, d.link.ifname);
     }
     return configured;
   }

@@ -22,7 +22,16 @@ test('each PCI function: IDs, driver, NUMA node, PF and VF index, netdevs, link 
   const { sysfs } = useTree(t);
   expect(sysfs.functions()).toEqual([
     { address: NIC, vendor: '15b3', deviceId: '101d', driver: 'mlx5_core', netdev: 'ib0', linkType: 'infiniband' },
-    { address: PF, vendor: '8086', deviceId: '1593', driver: 'ice', numaNode: 1, netdev: 'ens1f0', linkType: 'ether' },
+    {
+      address: PF,
+      vendor: '8086',
+      deviceId: '1593',
+      driver: 'ice',
+      numaNode: 1,
+      vfCount: 2,
+      netdev: 'ens1f0',
+      linkType: 'ether',
+    },
     {
       address: VF0,
       vendor: '8086',

@@ -29,6 +29,8 @@ export interface PciFunction {
   numaNode?: number;
   /** Set for a VF only. */
   pf?: PhysicalFunction;
+  /** A PF's number of VFs (its `virtfn<N>` links); none for a function without. */
+  vfCount?: number;
   /** The netdev bound to the function in the namespace sysfs was mounted in; none for a vfio-bound VF. */
   netdev?: string;
   /** The netdev's link type (`ether`, `infiniband`, ...), from `net/<netdev>/type`. */
@@ -40,6 +42,7 @@ export interface PciFunction {
 /** ARPHRD_* numbers (include/uapi/linux/if_arp.h) as iproute2 and the device plugin's `linkTypes` name them. */
 const LINK_TYPES: Record<string, string> = { '1': 'ether', '32': 'infiniband', '772': 'loopback', '65534': 'none' };
 const HEX_ID = /^0x([0-9a-f]{4})$/i;
+const VIRTFN = /^virtfn\d+$/;
 const PCI_ADDRESS = /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/;
 
 export class Sysfs {
@@ -63,7 +66,9 @@ export class Sysfs {
   /** The function at `address`; none when sysfs has no such device. */
   function(address: string): PciFunction | undefined {
     const dir = join(this.#devicesDir, address);
-    if (!PCI_ADDRESS.test(address) || entries(dir).length === 0) return undefined;
+    const names = entries(dir);
+    if (!PCI_ADDRESS.test(address) || names.length === 0) return undefined;
+    const vfCount = names.filter((e) => VIRTFN.test(e)).length;
     const netdev = this.netdevsAt(address)[0];
     const vendor = hexId(text(join(dir, 'vendor')));
     const deviceId = hexId(text(join(dir, 'device')));
@@ -79,6 +84,7 @@ export class Sysfs {
       ...(driver ? { driver } : {}),
       ...(numaNode !== undefined ? { numaNode } : {}),
       ...(pf ? { pf } : {}),
+      ...(vfCount ? { vfCount } : {}),
       ...(netdev ? { netdev } : {}),
       ...(linkType ? { linkType } : {}),
       ...(iommuGroup ? { iommuGroup } : {}),
@@ -94,7 +100,7 @@ export class Sysfs {
     const pfAddress = linkName(join(this.#devicesDir, address, 'physfn'));
     if (!pfAddress) return undefined;
     const pfDir = join(this.#devicesDir, pfAddress);
-    const vf = entries(pfDir).find((e) => /^virtfn\d+$/.test(e) && linkName(join(pfDir, e)) === address);
+    const vf = entries(pfDir).find((e) => VIRTFN.test(e) && linkName(join(pfDir, e)) === address);
     if (!vf) return undefined;
     const netdev = this.netdevsAt(pfAddress)[0];
     return { address: pfAddress, vfIndex: Number(vf.slice('virtfn'.length)), ...(netdev ? { netdev } : {}) };

@@ -4,6 +4,7 @@
  * Field descriptions are the reference's text.
  */
 import * as z from 'zod/mini';
+import { PciAddressSchema } from '../api/common';
 import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
@@ -106,11 +107,42 @@ export const NetworkConfigSchema = z.strictObject({
 });
 export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
 
+/** `ens1f0`, or with VF indexes after `#`: `ens1f0#0-3`, `ens1f0#0,2,5-7` (the SR-IOV network device plugin's form). */
+export const PfNameSelectorSchema = z.string().check(
+  z.regex(/^[^\s#/]{1,15}(#\d+(-\d+)?(,\d+(-\d+)?)*)?$/, {
+    message: 'not a PF name with an optional VF range, like ens1f0 or ens1f0#0-3',
+  }),
+);
+
+const HexIdSchema = z
+  .string()
+  .check(z.regex(/^[0-9a-fA-F]{4}$/, { message: 'not a 4-digit hex ID without 0x, like 8086' }));
+
+const selectorList = <T extends z.ZodMiniType>(item: T) => z.optional(z.array(item).check(z.minLength(1)));
+
 export const DelegatedDeviceConfigSchema = z.strictObject({
   mac: doc(z.optional(z.mac()), "The device's MAC: how it is found whatever its name."),
   namePattern: doc(
     z.optional(z.string()),
     "Or a regular expression over the node's interface names; a match joins the inventory under the name it has then.",
+  ),
+  vendors: doc(
+    selectorList(HexIdSchema),
+    'Or selectors, as the SR-IOV network device plugin has them (each one given must match; within one, any item): PCI vendor IDs from sysfs `vendor` (`8086`).',
+  ),
+  devices: doc(selectorList(HexIdSchema), 'PCI device IDs from sysfs `device` (`154c`, a VF of an Intel X710).'),
+  drivers: doc(
+    selectorList(z.string().check(z.minLength(1))),
+    'Bound drivers, the target of sysfs `driver` (`iavf`, `mlx5_core`).',
+  ),
+  pfNames: doc(
+    selectorList(PfNameSelectorSchema),
+    "The netdev name of the device's PF (a PF's own), optionally with the VFs' indexes: `ens1f0#0-3` (a range selects VFs only).",
+  ),
+  rootDevices: doc(selectorList(PciAddressSchema), "The PCI address of the device's PF (a PF's own): `0000:3b:00.0`."),
+  linkTypes: doc(
+    selectorList(z.string().check(z.minLength(1))),
+    "The netdev's link type from sysfs `net/<name>/type` (`ether`, `infiniband`).",
   ),
   group: doc(
     NetworkNameSchema.clone(),
@@ -121,6 +153,10 @@ export const DelegatedDeviceConfigSchema = z.strictObject({
     'DelegatedNIC. BackendNIC (RDMA/InfiniBand) is recognised and refused.',
   ),
 });
+export type DelegatedDeviceConfig = z.infer<typeof DelegatedDeviceConfigSchema>;
+
+/** The selector keys of a `delegatedDevices` entry, in the order messages list them. */
+export const DEVICE_SELECTORS = ['vendors', 'devices', 'drivers', 'pfNames', 'rootDevices', 'linkTypes'] as const;
 
 /** A Kubernetes namespace name (RFC 1123 label), or `*`: every namespace. */
 const NamespaceSchema = z
