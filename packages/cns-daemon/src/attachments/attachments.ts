@@ -445,17 +445,18 @@ export class Attachments {
     const { attachmentStore, ipam } = this.#deps;
     const interfaces = attachmentStore.interfacesOf(a.generation);
     const records = interfaces.map((i) => toRecord(a, i, ipam));
+    // Read before the release frees the devices' rows; a device the scan already freed (back on the node
+    // without a DEL) is named by its MAC.
+    const released = interfaces.flatMap((i) => {
+      const id =
+        i.nic_type === 'DelegatedNIC'
+          ? (this.#deps.devices.ofInterface(i.id)?.id ?? i.device_mac ?? i.userspace_pci_address)
+          : null;
+      return id ? [{ id, heldSinceMs: a.created_at_ms }] : [];
+    });
     const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
     attachmentStore.deleteAttachment(a.generation);
-    const heldSinceMs = a.created_at_ms;
-    const released = interfaces.flatMap((i): ReleasedDevice[] =>
-      i.userspace_pci_address !== null
-        ? [{ pciAddress: i.userspace_pci_address, heldSinceMs }]
-        : i.nic_type === 'DelegatedNIC' && i.device_mac
-          ? [{ mac: i.device_mac, heldSinceMs }]
-          : [],
-    );
     if (released.length > 0) this.#devicesReleased(released);
     this.#changedPodOf(a);
     return records;

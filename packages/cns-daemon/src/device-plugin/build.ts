@@ -41,7 +41,7 @@ export interface DevicePlugin {
   allocationOf(pod: PodRef | undefined): Promise<KubeletAllocation | undefined>;
   /** After an inventory scan: sends changed device lists to the kubelet. */
   refresh(): void;
-  /** Attachments released these devices (by MAC, each held since `heldSinceMs`): their device-info files go. */
+  /** Attachments released these devices (each held since `heldSinceMs`): their device-info files go. */
   released(devices: readonly ReleasedDevice[]): void;
   status(): ResourceStatus[];
   start(): void;
@@ -84,11 +84,9 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       for (const p of plugins) p.refresh();
     },
     released: (released) => {
-      const all = opts.devices();
-      const byMac = new Map(all.map((d) => [d.mac, d]));
-      const byId = new Map(all.map((d) => [d.id, d]));
+      const devices = opts.devices();
       for (const r of released) {
-        const d = 'pciAddress' in r ? byId.get(r.pciAddress) : byMac.get(r.mac);
+        const d = devices.find((x) => x.id === r.id) ?? devices.find((x) => x.mac === r.id);
         const plugin = plugins.find((p) => p.group === d?.group);
         if (d && plugin) plugin.released(d.id, r.heldSinceMs);
       }

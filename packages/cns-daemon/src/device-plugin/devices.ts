@@ -13,9 +13,9 @@ import type { PciFunction } from '../devices/sysfs';
 import { type ContainerPreferredAllocationRequest, HEALTHY, type PluginDevice, UNHEALTHY } from './protos';
 
 export interface GroupDevice {
-  /** The device plugin's ID: the PCI address, else the MAC. */
+  /** The device plugin's ID: the device's identity (devices/identity.ts: the PCI address, else the MAC). */
   id: string;
-  /** None for a userspace device (no netdev). */
+  /** As last seen (none: a function without a netdev). */
   mac?: string;
   healthy: boolean;
   /** On the node and held by no attachment: what an allocation should prefer. */
@@ -139,7 +139,7 @@ export function envOf(group: string, resource: string, devices: readonly GroupDe
   const pci = devices.flatMap((d) => (d.pciAddress ? [d.pciAddress] : []));
   return {
     [`FERRY_DEVICES_${group.toUpperCase().replaceAll(/[^A-Z0-9]/g, '_')}`]: devices
-      .flatMap((d) => (d.mac ? [d.mac] : []))
+      .flatMap((d) => d.mac ?? [])
       .join(','),
     ...(pci.length > 0 ? { [`PCIDEVICE_${resource.toUpperCase().replaceAll(/[./]/g, '_')}`]: pci.join(',') } : {}),
   };
