@@ -31,6 +31,15 @@ const delegatedPlan = {
   addresses: [{ family: 4, address: '10.245.0.7/24' }],
   routes: [{ dst: '10.245.0.0/16' }],
 };
+const userspacePlan = {
+  nicType: 'DelegatedNIC',
+  ifName: 'net2',
+  endpointId: 'c1-net2',
+  userspace: true,
+  pciAddress: '0000:3b:02.1',
+  addresses: [],
+  routes: [],
+};
 const record = interfaceRecordOf({
   netns: '/var/run/netns/p1',
   pod: { namespace: 'default', name: 'web', uid: 'u1' },
@@ -51,6 +60,17 @@ const delegatedRecord = {
   addresses: delegatedPlan.addresses,
   routes: delegatedPlan.routes,
   adoptedAt: '2026-12-01T08:00:00.000Z',
+};
+const { mac: ___, containerIfIndex: ____, hostVethName: _____, ...bare } = record;
+const userspaceRecord = {
+  ...bare,
+  ifName: 'net2',
+  endpointId: 'c1-net2',
+  nicType: 'DelegatedNIC',
+  addresses: [],
+  routes: [],
+  userspace: true,
+  pciAddress: '0000:3b:02.1',
 };
 const CONF = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni' };
 const LINK = {
@@ -102,6 +122,7 @@ const addressRow = {
   available_at_ms: null,
 };
 const deviceRow = {
+  id: '0000:3b:02.1',
   mac: '02:00:00:00:00:01',
   grp: 'frontend',
   host_if_name: 'ens5',
@@ -162,6 +183,7 @@ export const SAMPLES: Record<string, unknown[]> = {
       nics: [infraPlan, delegatedPlan],
       dns: { nameservers: ['10.96.0.10'], search: ['svc'] },
     },
+    { network: 'ferry', containerId: 'c1', ifName: 'eth0', generation: 4, nics: [infraPlan, userspacePlan] },
   ],
   isAllocateRequest: [
     { network: 'ferry', containerId: CONTAINER, ifName: 'eth0', netns: '/var/run/netns/cni-1' },
@@ -177,6 +199,7 @@ export const SAMPLES: Record<string, unknown[]> = {
   isContainerIdParams: [{ containerId: CONTAINER }, { containerId: 'a' }, { containerId: 'pod_1.b-2' }],
   isEndpoint: [
     { containerId: 'c1', interfaces: [record] },
+    { containerId: 'c1', interfaces: [record, userspaceRecord] },
     { containerId: 'c1', interfaces: [{ ...allocatedRecord, state: 'allocated', pod: {} }, delegatedRecord] },
   ],
   isReleaseResult: [
@@ -192,6 +215,7 @@ export const SAMPLES: Record<string, unknown[]> = {
       nics: [
         { ifName: 'eth0', mac: '0a:58:0a:f4:00:05', containerIfIndex: 2 },
         { ifName: 'net1', mac: '02:00:00:00:00:01', containerIfIndex: 3 },
+        { ifName: 'net2', userspace: true },
       ],
     },
   ],
@@ -221,6 +245,7 @@ export const SAMPLES: Record<string, unknown[]> = {
       host_if_name: null,
       device_mac: null,
       static_addresses_json: null,
+      userspace_pci_address: null,
     },
   ],
   isAddressRow: [

@@ -348,7 +348,7 @@ describe('containerd CRI on a node of a cluster: the Pods in the API server', ()
         ips: ['192.168.50.10'],
         mac: VF1.mac,
         default: false,
-        'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': VF1.pciAddress } },
+        'device-info': { type: 'pci', version: '1.1.0', pci: { 'pci-address': VF1.pciAddress } },
       },
     ]);
 

@@ -143,7 +143,7 @@ test('two pods on one node: only the one whose annotation asks gets the device, 
       ips: ['198.51.100.5'],
       mac: VF1.mac,
       default: false,
-      'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': VF1.pciAddress } },
+      'device-info': { type: 'pci', version: '1.1.0', pci: { 'pci-address': VF1.pciAddress } },
     },
   ]);
   const status2 = await untilNetworkStatus(

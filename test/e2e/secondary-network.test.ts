@@ -198,7 +198,7 @@ test("network-status lists the secondary network's device with its address, MAC 
       ips: ['192.168.50.10'],
       mac: VF1.mac,
       default: false,
-      'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': VF1.pciAddress } },
+      'device-info': { type: 'pci', version: '1.1.0', pci: { 'pci-address': VF1.pciAddress } },
       at: { network: 'sriov', containerId: m.containerId, ifName: 'net1' },
     },
   ]);

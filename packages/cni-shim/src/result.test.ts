@@ -100,3 +100,29 @@ test("a secondary network's result is its device alone, in the sandbox, with its
     expect(resultSchemaFor(cniVersion).safeParse(r).success, cniVersion).toBe(true);
   }
 });
+
+test('a userspace device is listed by name with its PCI address, no MAC and no address (as sriov-cni lists a DPDK VF)', async () => {
+  const conf = { cniVersion: '1.0.0', name: 'ferry', type: 'ferry-cni' } as ShimConf;
+  if (plan?.nicType !== 'InfraNIC') throw new Error('plan');
+  const userspace = {
+    nicType: 'DelegatedNIC' as const,
+    ifName: 'dpdk0',
+    endpointId: 'c1-dpdk0',
+    userspace: true as const,
+    pciAddress: '0000:3b:02.1',
+    addresses: [],
+    routes: [],
+  };
+  const withIt = { ...alloc, nics: [plan, userspace] };
+  const r = toResult(conf, await prevResultOf(conf), '/var/run/netns/p', withIt, [
+    { plan, built },
+    { plan: userspace, built: { ifName: 'dpdk0', userspace: true } },
+  ]);
+  expect(r.interfaces).toEqual([
+    { name: 'fry0123456789ab', mac: 'ee:ee:ee:ee:ee:ee' },
+    { name: 'eth0', mac: '0a:58:0a:f4:01:05', sandbox: '/var/run/netns/p' },
+    { name: 'dpdk0', sandbox: '/var/run/netns/p', pciID: '0000:3b:02.1' },
+  ]);
+  expect(r.ips).toEqual([{ address: '10.244.1.5/32', gateway: '169.254.1.1', interface: 1 }]);
+  expect(resultSchemaFor('1.0.0').safeParse(r).success).toBe(true);
+});

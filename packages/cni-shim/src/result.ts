@@ -3,8 +3,8 @@
  * DelegatedNIC as it is named in the pod; each address with the index of its pod interface; the pods'
  * routes and DNS; appended to a chained prevResult; printed in the config's cniVersion.
  */
-import type { Allocation, NicPlan } from '@ferry/shared-types/api/allocations';
-import type { BuiltNic } from '@ferry/shared-types/api/endpoints';
+import type { Allocation, DelegatedNicPlan, NicPlan, UserspaceNicPlan } from '@ferry/shared-types/api/allocations';
+import type { BuiltNic, HeldUserspaceNic } from '@ferry/shared-types/api/endpoints';
 import { isAnyResult } from '@ferry/shared-types/checks';
 import type { AnyResult } from '@ferry/shared-types/cni/any-result';
 import { convertResult } from '@ferry/shared-types/cni/convert';
@@ -13,10 +13,11 @@ import { parseAs } from '@ferry/shared-types/parse';
 import type { ShimConf } from './config';
 import type { BuiltInfraNic } from './nic/infra';
 
-/** One NIC of the plan and what the shim built for it. */
+/** One NIC of the plan and what the shim built for it (nothing, for a userspace device: it is held). */
 export type BuiltPair =
   | { plan: Extract<NicPlan, { nicType: 'InfraNIC' }>; built: BuiltInfraNic }
-  | { plan: Extract<NicPlan, { nicType: 'DelegatedNIC' }>; built: BuiltNic };
+  | { plan: DelegatedNicPlan; built: BuiltNic }
+  | { plan: UserspaceNicPlan; built: HeldUserspaceNic };
 
 /**
  * The config's prevResult, validated (empty when there is none): by the check generated from
@@ -42,14 +43,21 @@ export function toResult(
   const routes = [...(prev.routes ?? [])];
 
   for (const { plan, built } of nics) {
+    if ('userspace' in plan) {
+      // No netdev, so no MAC and no addresses: the name and the PCI address, as sriov-cni reports a
+      // DPDK-mode VF (the spec makes mac optional).
+      interfaces.push({ name: plan.ifName, sandbox: netns, pciID: plan.pciAddress });
+      continue;
+    }
     if (plan.nicType === 'InfraNIC') interfaces.push({ name: plan.hostVethName, mac: plan.hostVethMac });
     const podIndex = interfaces.length;
     const mtu = 'mtu' in built ? built.mtu : undefined;
+    const mac = 'mac' in built ? built.mac : undefined;
     // pciID (1.0.0 on; convertResult drops it below): the device's PCI address, as sriov-cni reports it.
     const pciID = plan.nicType === 'DelegatedNIC' ? plan.pciAddress : undefined;
     interfaces.push({
       name: built.ifName,
-      mac: built.mac,
+      ...(mac ? { mac } : {}),
       ...(mtu ? { mtu } : {}),
       sandbox: netns,
       ...(pciID ? { pciID } : {}),

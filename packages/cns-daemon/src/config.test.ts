@@ -70,8 +70,18 @@ test.for([
   ['networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\nbogus: 1', /bogus|Unrecognized/],
   [
     'networks: [{ name: a, ipv4: { subnet: 10.0.0.0/24 } }]\ndelegatedDevices: [{ group: g }]',
-    /needs mac or namePattern/,
+    /delegatedDevices\[0\]: needs mac, namePattern or selectors \(vendors, devices, drivers, pfNames, rootDevices, linkTypes\)/,
   ],
+  [
+    `${NET}\ndelegatedDevices: [{ group: g, mac: '02:00:00:00:00:01', drivers: [iavf] }]`,
+    /delegatedDevices\[0\]: mac and drivers are alternatives/,
+  ],
+  [
+    `${NET}\ndelegatedDevices: [{ group: g, pfNames: ['ens1f0#3-'] }]`,
+    /pfNames\[0\]: not a PF name with an optional VF range/,
+  ],
+  [`${NET}\ndelegatedDevices: [{ group: g, vendors: ['0x8086'] }]`, /vendors\[0\]: not a 4-digit hex ID/],
+  [`${NET}\ndelegatedDevices: [{ group: g, rootDevices: ['3b:00.0'] }]`, /rootDevices\[0\]: not a PCI address/],
   [`${NET}\ncluster: { routing: host-gw }`, /cluster\.nodeName: required/],
   [`${NET}\ncluster: { nodeName: a, routing: bgp }`, /cluster\.routing/],
   [
@@ -188,6 +198,10 @@ test.for([
     `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }]\ndevicePlugin: { kubeletDir: var/lib/kubelet }`,
     /devicePlugin\.kubeletDir: must be an absolute path/,
   ],
+  [
+    `${NET}\ndelegatedDevices: [{ mac: "02:00:00:00:00:01", group: g }, { mac: "02:00:00:00:00:02", group: h }]\ndevicePlugin: { groups: [g], preferSamePf: [h] }`,
+    /devicePlugin\.preferSamePf\[0\]: "h" is not a served group/,
+  ],
   [`${NET}\nmetrics: { port: 70000 }`, /metrics\.port/],
   [`${NET}\nmetrics: { host: "" }`, /metrics\.host/],
   [
@@ -289,6 +303,8 @@ test("the device plugin: off unless configured; the kubelet's directory and ever
   expect(loadConfig(file, {}, {}).config.devicePlugin).toEqual({
     kubeletDir: '/var/lib/kubelet',
     podResourcesTimeoutMs: 2000,
+    preferSamePf: [],
+    deviceInfoDir: '/var/run/k8s.cni.cncf.io/devinfo/dp',
   });
 });
 

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import {
   type ClusterConfig,
   DEFAULT_BLOCK_PREFIX,
+  DEVICE_SELECTORS,
   type FerrydConfig,
   FerrydConfigSchema,
   type PoolConfig,
@@ -16,6 +17,7 @@ import {
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import { parse as parseYaml } from 'yaml';
+import { deviceKindProblem } from './devices/device-kind';
 import {
   type Cidr,
   contains,
@@ -206,7 +208,16 @@ function crossCheck(config: FerrydConfig): string | undefined {
       return `networks[${i}].ipv${empty.family}.exclude: covers the whole range; no address is left to hand out`;
   }
   for (const [i, dev] of config.delegatedDevices.entries()) {
-    if (!dev.mac && !dev.namePattern) return `delegatedDevices[${i}]: needs mac or namePattern`;
+    const given = [
+      ...(dev.mac ? ['mac'] : []),
+      ...(dev.namePattern ? ['namePattern'] : []),
+      ...DEVICE_SELECTORS.filter((k) => dev[k] !== undefined),
+    ];
+    if (given.length === 0)
+      return `delegatedDevices[${i}]: needs mac, namePattern or selectors (${DEVICE_SELECTORS.join(', ')})`;
+    if ((dev.mac || dev.namePattern) && given.length > 1) {
+      return `delegatedDevices[${i}]: ${given.join(' and ')} are alternatives: give mac, namePattern or selectors`;
+    }
     if (dev.nicType === 'BackendNIC') {
       return `delegatedDevices[${i}].nicType: BackendNIC (RDMA/InfiniBand) is not supported; only DelegatedNIC devices can be delegated`;
     }
@@ -220,6 +231,7 @@ function crossCheck(config: FerrydConfig): string | undefined {
   }
   return (
     tenancyProblem(config, subnets) ??
+    deviceKindProblem(config.delegatedDevices) ??
     devicePluginProblem(config) ??
     listenerProblem(config) ??
     (config.cluster
@@ -326,12 +338,17 @@ function devicePluginProblem({ devicePlugin, delegatedDevices }: FerrydConfig): 
   if (!devicePlugin.groups && groups.size === 0) {
     return 'devicePlugin: delegatedDevices has no group to serve';
   }
-  for (const [i, group] of (devicePlugin.groups ?? [...groups]).entries()) {
+  const served = devicePlugin.groups ?? [...groups];
+  for (const [i, group] of served.entries()) {
     const where = devicePlugin.groups ? `devicePlugin.groups[${i}]` : 'delegatedDevices: group';
     if (!groups.has(group)) return `${where}: "${group}" is not a group of delegatedDevices`;
     if (!RESOURCE_NAME.test(group)) {
       return `${where}: "${group}" cannot be a resource name ferry.dev/${group} (at most 63 characters, a letter or digit at both ends)`;
     }
+  }
+  const unserved = devicePlugin.preferSamePf.findIndex((g) => !served.includes(g));
+  if (unserved >= 0) {
+    return `devicePlugin.preferSamePf[${unserved}]: "${devicePlugin.preferSamePf[unserved]}" is not a served group`;
   }
   return undefined;
 }

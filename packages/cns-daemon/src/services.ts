@@ -22,8 +22,11 @@ import type { createKubePeerSource } from './cluster/kube-source';
 import { registerClusterMetrics } from './cluster/metrics';
 import type { buildDevicePlugin, DevicePlugin } from './device-plugin/build';
 import { servedGroupsOf } from './device-plugin/served';
+import { deviceInfoAt } from './devices/device-info';
+import { GroupKinds } from './devices/device-kind';
 import { Inventory } from './devices/inventory';
 import { PciAddresses } from './devices/pci';
+import { Sysfs } from './devices/sysfs';
 import { NodeChecks } from './doctor/node-checks';
 import type { BlockServices, buildBlockServices } from './ipam/blocks/build';
 import { pendingPodsOf } from './ipam/blocks/demand';
@@ -98,6 +101,7 @@ interface Context {
 
 /** What decides which device a pod gets (PCI addresses, tenancy, the kubelet's groups) and the inventory. */
 interface DeviceParts {
+  sysfs: Sysfs;
   pci: PciAddresses;
   tenancy: Tenancy;
   served: ReadonlySet<string>;
@@ -145,14 +149,19 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   });
   const lifecycle = new Lifecycle();
   ctx.metrics.observe(metricSourcesOf(ctx, { ipam, inventory, drainer, lifecycle, storage }));
-  const pods = podsOf(ctx, operator, devices.pci);
+  const pods = podsOf(ctx, operator, devices);
   late = { ...(pods ? { pods } : {}), ...(cluster ? { cluster } : {}) };
 
   // The events that flow back up, each after the transaction or check that raised it:
   // queued DELs that waited for the disk are applied now rather than at the next rescan;
   storage.onRecovered(() => drainer.drainSoon());
   // the pass shows freed devices home now rather than at the next period;
-  attachments.onDevicesReleased(() => setImmediate(() => reconciler.runSoon()));
+  attachments.onDevicesReleased((released) =>
+    setImmediate(() => {
+      devicePlugin?.released(released);
+      reconciler.runSoon();
+    }),
+  );
   // a pod's network-status follows each commit or release now rather than at the next resync (the
   // writer reads the records);
   const writer = pods?.statusWriter;
@@ -227,7 +236,8 @@ function blockServicesOf(
 }
 
 function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DeviceParts {
-  const pci = new PciAddresses(config.sysfsRoot);
+  const sysfs = new Sysfs(config.sysfsRoot);
+  const pci = new PciAddresses(sysfs);
   const groups = config.delegatedDevices.map((d) => d.group);
   const tenancy = new Tenancy(config.tenancy, groups);
   const served = servedGroupsOf(config);
@@ -239,10 +249,12 @@ function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DevicePar
     config: config.delegatedDevices,
     log,
     now,
+    goneGraceSec: config.reconcile.deviceGoneGraceSec,
     pci,
+    sysfs,
     served,
   });
-  return { pci, tenancy, served, inventory };
+  return { sysfs, pci, tenancy, served, inventory };
 }
 
 function storageHealthOf({ config, db, metrics, opts }: Context): StorageHealth {
@@ -265,6 +277,7 @@ function attachmentsOf({ config, db, stores, metrics, opts }: Context, ipam: Ipa
     pci,
     tenancy,
     served,
+    kinds: new GroupKinds(config.delegatedDevices),
     now: opts.now,
     journal: new JournalDir(config.commitJournal ?? defaultCommitJournalOf(config.deleteQueue)),
     log: opts.log,
@@ -380,7 +393,7 @@ function metricSourcesOf(
 }
 
 /** This node's pods, when configured: the status writer projects ferryd's records (the operator's view). */
-function podsOf({ config, opts }: Context, operator: Operator, pci: PciAddresses): PodServices | undefined {
+function podsOf({ config, opts }: Context, operator: Operator, devices: DeviceParts): PodServices | undefined {
   const kubernetes = config.cluster?.kubernetes;
   if (!kubernetes?.pods) return undefined;
   if (!opts.podServices) throw new Error('cluster.kubernetes.pods is set but the pod services were not loaded');
@@ -391,7 +404,10 @@ function podsOf({ config, opts }: Context, operator: Operator, pci: PciAddresses
     config: kubernetes.pods,
     records: (pod) =>
       operator.listEndpoints(pod ? { namespace: pod.namespace, pod: pod.name } : {}).flatMap((e) => e.interfaces),
-    pciAddressOf: (mac) => pci.pciOf(mac),
+    deviceInfoOf: ({ mac, pciAddress }) => {
+      const address = pciAddress ?? (mac ? devices.pci.pciOf(mac) : undefined);
+      return address ? deviceInfoAt(devices.sysfs, address) : undefined;
+    },
     resyncMs: config.reconcile.intervalSec * 1000,
     log: opts.log,
   });
@@ -401,11 +417,13 @@ function podsOf({ config, opts }: Context, operator: Operator, pci: PciAddresses
 function devicePluginOf({ config, metrics, opts }: Context, devices: DeviceParts): DevicePlugin | undefined {
   if (!config.devicePlugin) return undefined;
   if (!opts.devicePlugin) throw new Error('devicePlugin is set but the device plugin was not loaded');
-  const { served, inventory } = devices;
+  const { served, inventory, sysfs } = devices;
   return opts.devicePlugin({
     config: config.devicePlugin,
     served,
     devices: () => inventory.list(),
+    pciFunctionOf: (address) => sysfs.function(address),
+    now: opts.now,
     log: opts.log,
     registry: metrics.registry,
   });

@@ -34,7 +34,9 @@ export async function cmdAdd(args: CmdArgs, conf: ShimConf, deps: Deps): Promise
     const result = toResult(conf, prev, args.netns, allocation, nics);
     await commit(containerId, commitRequestOf(conf, args, allocation, nics), conf, deps);
     undo.commit();
-    const built = nics.map((nic) => `${nic.built.ifName}@${nic.built.containerIfIndex}`);
+    const built = nics.map(({ built: b }) =>
+      'userspace' in b ? `${b.ifName}(userspace)` : `${b.ifName}@${b.containerIfIndex}`,
+    );
     deps.log.info({ generation: allocation.generation, nics: built }, 'added');
     return result;
   } catch (err) {
@@ -122,6 +124,10 @@ async function buildNics(
   for (const plan of allocation.nics) {
     if (plan.nicType === 'InfraNIC') {
       nics.push({ plan, built: await buildInfraNic(infraInputOf(plan, args, conf), undo, deps, earlyPair) });
+    } else if ('userspace' in plan) {
+      // A userspace device has no netdev: nothing moves. The container opens it through the /dev/vfio
+      // devices the device plugin gave it; ferryd's record (the commit) says the pod holds it.
+      nics.push({ plan, built: { ifName: plan.ifName, userspace: true } });
     } else {
       nodeLinks ??= await deps.ip.listLinks(SELF);
       const target = {
@@ -147,7 +153,9 @@ function commitRequestOf(conf: ShimConf, args: CmdArgs, allocation: Allocation, 
     network: conf.name,
     ifName: args.ifName,
     generation: allocation.generation,
-    nics: nics.map(({ built }) => ({ ifName: built.ifName, mac: built.mac, containerIfIndex: built.containerIfIndex })),
+    nics: nics.map(({ built }) =>
+      'userspace' in built ? built : { ifName: built.ifName, mac: built.mac, containerIfIndex: built.containerIfIndex },
+    ),
   };
 }
 

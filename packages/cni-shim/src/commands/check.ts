@@ -46,6 +46,8 @@ export async function cmdCheck(args: CmdArgs, conf: ShimConf, deps: Deps): Promi
   for (const rec of mine) {
     if (rec.state !== 'committed') problems.push(`${rec.ifName}: ferryd's record is ${rec.state}, not committed`);
     if (rec.nicType === 'InfraNIC') problems.push(...(await checkInfraHostSide(rec, deps, host)));
+    // A userspace device has nothing in the pod's netns to compare.
+    if (rec.userspace) continue;
     problems.push(...(typeof pod === 'string' ? [pod] : checkPodSide(rec, args.netns, prev, pod)));
   }
   if (problems.length > 0) {

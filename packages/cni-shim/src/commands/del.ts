@@ -108,7 +108,8 @@ async function tearDownByRecord(
   isHostVethGone: boolean,
   deps: Deps,
 ): Promise<void> {
-  const delegated = records.filter((nic) => nic.nicType === 'DelegatedNIC');
+  // A userspace device was never in the pod's netns: the release alone gives it back.
+  const delegated = records.filter((nic) => nic.nicType === 'DelegatedNIC' && !nic.userspace);
   const podLinks = delegated.length > 0 && netns ? await deps.ip.linksIfPresent(netnsAt(netns)) : undefined;
   for (const nic of delegated) await teardownDelegatedNic(nic, netns, podLinks, deps);
   if (isHostVethGone) return;

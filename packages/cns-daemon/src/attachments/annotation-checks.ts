@@ -8,6 +8,7 @@
  */
 import type { AllocateRequest } from '@ferry/shared-types/api/allocations';
 import { POD_NICS_ANNOTATION, type PodNic, type PodNics } from '@ferry/shared-types/kube/pod-nics';
+import type { GroupKinds } from '../devices/device-kind';
 import { canonicalAddress } from '../ipam/cidr';
 import type { AttachmentStore } from '../store/attachments';
 import type { DeviceRow, InterfaceRow } from '../store/rows';
@@ -30,6 +31,8 @@ export interface AnnotationChecksDeps {
   hasNetwork(name: string): boolean;
   /** The groups served to the kubelet as resources. */
   served: ReadonlySet<string>;
+  /** Which groups hold userspace devices (an entry asks for one with `userspace: true`). */
+  kinds: GroupKinds;
 }
 
 type Refuse = (reason: RefusalReason, field: string, problem: string) => PodNicRefusal;
@@ -63,6 +66,7 @@ export class AnnotationChecks {
         if (!this.#mayAsk(nic.group, namespace)) {
           throw refuse('not-allowed', 'group', `namespace ${namespace} may not use device group "${nic.group}"`);
         }
+        this.#checkKind(nic, nic.group, undefined, refuse);
         return { index, nic };
       }
       const [field, row] =
@@ -74,6 +78,7 @@ export class AnnotationChecks {
       if (!this.#mayAsk(row.grp, namespace)) {
         throw refuse('not-allowed', field, `namespace ${namespace} may not use device ${named}`);
       }
+      this.#checkKind(nic, row.grp, named, refuse);
       return { index, nic, row };
     });
   }
@@ -86,6 +91,24 @@ export class AnnotationChecks {
     return this.#deps.served.has(group)
       ? this.#deps.tenancy.mayGive(group, namespace)
       : this.#deps.tenancy.mayAsk(group, namespace);
+  }
+
+  /**
+   * A userspace device (no netdev) is asked for as one (`userspace: true`), a netdev as a netdev: the
+   * other kind would be half of what the pod expects (a link it cannot open with DPDK, or no link at all).
+   */
+  #checkKind(nic: PodNic, group: string, device: string | undefined, refuse: Refuse): void {
+    const kind = this.#deps.kinds.of(group);
+    if ((kind === 'userspace') === (nic.userspace === true)) return;
+    const what = device === undefined ? `device group "${group}"` : `device ${device} of group "${group}"`;
+    const field = device === undefined ? 'group' : nic.mac !== undefined ? 'mac' : 'pciAddress';
+    throw refuse(
+      'malformed',
+      field,
+      kind === 'userspace'
+        ? `${what} is a userspace device (bound to vfio-pci, no netdev), asked for as a netdev: ask with "userspace": true`
+        : `${what} is a netdev, asked for as a userspace device ("userspace": true): ask without it, or for a device of a group of userspace devices (drivers ["vfio-pci"])`,
+    );
   }
 
   /** Static addresses: only inside the ranges bound to the namespace, never one another pod holds. */

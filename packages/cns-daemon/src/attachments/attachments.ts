@@ -15,7 +15,9 @@ import type { PodNics } from '@ferry/shared-types/kube/pod-nics';
 import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
-import type { KubeletAllocation } from '../device-plugin/served';
+import type { KubeletAllocation, ReleasedDevice } from '../device-plugin/served';
+import type { GroupKinds } from '../devices/device-kind';
+import { isPciId } from '../devices/identity';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
@@ -26,6 +28,7 @@ import type { DeviceStore } from '../store/devices';
 import type { AttachmentRow, InterfaceRow } from '../store/rows';
 import { type AdoptionPlan, type AdoptionWritten, writeAdoption } from './adoption-plan';
 import type { JournalDir } from './commit-journal';
+import { deviceColumnsOf } from './device-columns';
 import type { WantedDevice } from './free-devices';
 import { entryFileNameOf, hostVethNameOf } from './host-veth';
 import { NicChoice } from './nic-choice';
@@ -49,6 +52,8 @@ export interface AttachmentsDeps {
   pci?: PciAddresses;
   /** The device groups served to the kubelet as resources (default: none). */
   served?: ReadonlySet<string>;
+  /** Which groups hold userspace devices (default: none; every group holds netdevs). */
+  kinds?: GroupKinds;
 }
 
 /** The key of one attachment. */
@@ -64,7 +69,7 @@ export class Attachments {
   readonly #releasesAsked = new Map<string, number>();
   readonly #choice: NicChoice;
   readonly #adopted: AdoptedStore;
-  #devicesReleased: () => void = () => undefined;
+  #devicesReleased: (released: readonly ReleasedDevice[]) => void = () => undefined;
   #podChanged: (pod: { namespace: string; name: string }) => void = () => undefined;
 
   constructor(deps: AttachmentsDeps) {
@@ -77,15 +82,17 @@ export class Attachments {
       tenancy: deps.tenancy ?? new Tenancy({ deviceGroups: [], staticAddresses: [] }, []),
       ...(deps.pci ? { pci: deps.pci } : {}),
       ...(deps.served ? { served: deps.served } : {}),
+      ...(deps.kinds ? { kinds: deps.kinds } : {}),
       hasNetwork: (name) => deps.ipam.networks().some((n) => n.config.name === name),
     });
   }
 
   /**
    * `listener` is called (inside the releasing transaction: it must only schedule work) whenever a
-   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator.
+   * release frees delegated devices, whoever released them: the shim, GC, a queued DEL, an operator;
+   * told which, and since when the attachment held them.
    */
-  onDevicesReleased(listener: () => void): void {
+  onDevicesReleased(listener: (released: readonly ReleasedDevice[]) => void): void {
     this.#devicesReleased = listener;
   }
 
@@ -250,7 +257,9 @@ export class Attachments {
       );
     }
     for (const nic of req.nics) {
-      if (!attachmentStore.commitInterface(a.generation, nic.ifName, nic.mac, nic.containerIfIndex)) {
+      // A userspace device (the plan said so) was built into nothing: it has no MAC and no ifindex.
+      const built = 'userspace' in nic ? undefined : nic;
+      if (!attachmentStore.commitInterface(a.generation, nic.ifName, built?.mac, built?.containerIfIndex)) {
         throw new CniError(
           Code.InvalidConfig,
           `commit endpoint ${containerId}/${req.ifName}: interface "${nic.ifName}" is not part of this attachment`,
@@ -368,12 +377,13 @@ export class Attachments {
       if (taken.has(ifName)) {
         throw new CniError(
           Code.AttachmentConflict,
-          `device ${w.row.mac}: interface name "${ifName}" is already used in ${req.containerId}`,
+          `device ${w.row.id}: interface name "${ifName}" is already used in ${req.containerId}`,
         );
       }
       taken.add(ifName);
-      if (!w.row.host_if_name)
-        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} has never been seen on the node`);
+      const kind = this.#deps.kinds?.of(w.row.grp) ?? 'netdev';
+      // A userspace device has no netdev: no pool address, no route.
+      const pooled = w.pooled && kind === 'netdev';
       const interfaceId = attachmentStore.insertInterface({
         attachmentId,
         position: position + k,
@@ -381,15 +391,14 @@ export class Attachments {
         ifName,
         endpointId: endpointIdOf('DelegatedNIC', req.containerId, ifName),
         nicType: 'DelegatedNIC',
-        routesJson: w.pooled ? routesJson : JSON.stringify(w.routes),
-        hostIfName: w.row.host_if_name,
-        deviceMac: w.row.mac,
+        routesJson: pooled ? routesJson : JSON.stringify(w.routes),
+        ...deviceColumnsOf(w, kind),
         ...(w.statics.length ? { staticAddressesJson: JSON.stringify(w.statics) } : {}),
       });
-      if (!devices.assign(w.row.mac, interfaceId)) {
-        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} was taken by another pod meanwhile`);
+      if (!devices.assign(w.row.id, interfaceId)) {
+        throw new CniError(Code.DeviceUnavailable, `device ${w.row.id} was taken by another pod meanwhile`);
       }
-      if (w.pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
+      if (pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
     }
   }
 
@@ -436,10 +445,19 @@ export class Attachments {
     const { attachmentStore, ipam } = this.#deps;
     const interfaces = attachmentStore.interfacesOf(a.generation);
     const records = interfaces.map((i) => toRecord(a, i, ipam));
+    // Read before the release frees the devices' rows; a device the scan already freed (back on the node
+    // without a DEL) is named by its MAC.
+    const released = interfaces.flatMap((i) => {
+      const id =
+        i.nic_type === 'DelegatedNIC'
+          ? (this.#deps.devices.ofInterface(i.id)?.id ?? i.device_mac ?? i.userspace_pci_address)
+          : null;
+      return id ? [{ id, heldSinceMs: a.created_at_ms }] : [];
+    });
     const now = this.#deps.now();
     for (const i of interfaces) ipam.release(i.id, now);
     attachmentStore.deleteAttachment(a.generation);
-    if (interfaces.some((i) => i.nic_type === 'DelegatedNIC')) this.#devicesReleased();
+    if (released.length > 0) this.#devicesReleased(released);
     this.#changedPodOf(a);
     return records;
   }
@@ -483,10 +501,22 @@ export class Attachments {
           ...(net.config.mtu ? { mtu: net.config.mtu } : {}),
         };
       }
+      if (i.userspace_pci_address !== null) {
+        return {
+          nicType: 'DelegatedNIC',
+          ifName: i.if_name,
+          endpointId: i.endpoint_id,
+          userspace: true,
+          pciAddress: i.userspace_pci_address,
+          addresses: [],
+          routes: [],
+        };
+      }
       if (!i.device_mac || !i.host_if_name) {
         throw new CniError(Code.Internal, `delegated interface ${a.container_id}/${i.if_name} has no device recorded`);
       }
-      const pciAddress = this.#deps.pci?.pciOf(i.device_mac);
+      const held = this.#deps.devices.ofInterface(i.id);
+      const pciAddress = held && isPciId(held.id) ? held.id : this.#deps.pci?.pciOf(i.device_mac);
       return {
         nicType: 'DelegatedNIC',
         ifName: i.if_name,

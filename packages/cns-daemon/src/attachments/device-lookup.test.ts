@@ -57,6 +57,7 @@ test('a device is free for a pod when on the node, held by no one and reserved f
       host_if_name: 'ens1f0',
       device_mac: FE1,
       static_addresses_json: null,
+      userspace_pci_address: null,
     },
   ];
   expect(failure(() => checkFree(held, WHO, 'device x', own)).msg).toBe(

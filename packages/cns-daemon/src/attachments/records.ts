@@ -60,6 +60,7 @@ export function toRecord(a: AttachmentRow, i: InterfaceRow, ipam: Ipam): Interfa
     ...(i.host_veth_name !== null ? { hostVethName: i.host_veth_name } : {}),
     ...(i.host_if_name !== null ? { hostIfName: i.host_if_name } : {}),
     ...(i.device_mac !== null ? { deviceMac: i.device_mac } : {}),
+    ...(i.userspace_pci_address !== null ? { userspace: true, pciAddress: i.userspace_pci_address } : {}),
     createdAt: new Date(a.created_at_ms).toISOString(),
     updatedAt: new Date(a.updated_at_ms).toISOString(),
     ...(a.adopted_at_ms !== null ? { adoptedAt: new Date(a.adopted_at_ms).toISOString() } : {}),

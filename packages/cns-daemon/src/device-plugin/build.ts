@@ -12,10 +12,10 @@ import type { Device } from '@ferry/shared-types/api/devices';
 import type { DevicePluginConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
-import { groupDevicesOf } from './devices';
+import { groupDevicesOf, type PciFunctionOf } from './devices';
 import { PodResourcesClient } from './pod-resources';
 import { ResourcePlugin, type ResourceStatus } from './resource';
-import type { KubeletAllocation } from './served';
+import type { KubeletAllocation, ReleasedDevice } from './served';
 
 /** How often each plugin checks that the kubelet still knows it. */
 const CHECK_MS = 1000;
@@ -25,6 +25,9 @@ export interface DevicePluginOptions {
   served: ReadonlySet<string>;
   /** The inventory's devices now. */
   devices(): Device[];
+  /** sysfs now (a device's NUMA node and PF). */
+  pciFunctionOf: PciFunctionOf;
+  now: () => number;
   log: Logger;
   registry: Registry;
   checkMs?: number;
@@ -38,6 +41,8 @@ export interface DevicePlugin {
   allocationOf(pod: PodRef | undefined): Promise<KubeletAllocation | undefined>;
   /** After an inventory scan: sends changed device lists to the kubelet. */
   refresh(): void;
+  /** Attachments released these devices (each held since `heldSinceMs`): their device-info files go. */
+  released(devices: readonly ReleasedDevice[]): void;
   status(): ResourceStatus[];
   start(): void;
   stop(): Promise<void>;
@@ -57,7 +62,10 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       new ResourcePlugin({
         group,
         dir,
-        devices: () => groupDevicesOf(opts.devices(), group),
+        devices: () => groupDevicesOf(opts.devices(), group, opts.pciFunctionOf),
+        deviceInfoDir: opts.config.deviceInfoDir,
+        preferSamePf: opts.config.preferSamePf.includes(group),
+        now: opts.now,
         log,
         checkMs: opts.checkMs ?? CHECK_MS,
         onRegistration: (result) => registrations.inc({ resource: `ferry.dev/${group}`, result }),
@@ -74,6 +82,14 @@ export function buildDevicePlugin(opts: DevicePluginOptions): DevicePlugin {
       pod?.namespace && pod.name ? podResources.allocationOf(pod.namespace, pod.name) : undefined,
     refresh: () => {
       for (const p of plugins) p.refresh();
+    },
+    released: (released) => {
+      const devices = opts.devices();
+      for (const r of released) {
+        const d = devices.find((x) => x.id === r.id) ?? devices.find((x) => x.mac === r.id);
+        const plugin = plugins.find((p) => p.group === d?.group);
+        if (d && plugin) plugin.released(d.id, r.heldSinceMs);
+      }
     },
     status: () => plugins.map((p) => p.status()),
     start() {

@@ -1,9 +1,9 @@
 /**
- * The kubelet's gRPC APIs that ferryd speaks, loaded at run time from the trimmed protos beside this file
- * (protos/*.proto, field numbers as upstream; the build copies them next to the bundle): the device plugin
- * API (deviceplugin/v1beta1: ferryd serves DevicePlugin and calls Registration) and the pod-resources API
- * (podresources/v1: ferryd calls List). No generated code: @grpc/proto-loader, as the tests' CRI client.
- * The message types below are what proto-loader decodes with these options (camelCase fields, defaults
+ * The kubelet's gRPC APIs that ferryd speaks, loaded at run time from the protos beside this file
+ * (protos/*.proto; the build copies them next to the bundle): the device plugin API (deviceplugin/v1beta1,
+ * upstream's whole: ferryd serves DevicePlugin and calls Registration) and the pod-resources API
+ * (podresources/v1, trimmed to what ferryd reads, field numbers as upstream: ferryd calls List). No
+ * generated code: @grpc/proto-loader, as the tests' CRI client. The message types below are what proto-loader decodes with these options (camelCase fields, defaults
  * for unset ones), so a decoded message is of its type whatever the peer sent.
  */
 import { dirname, join } from 'node:path';
@@ -32,9 +32,15 @@ export interface RegisterRequest {
   resourceName: string;
   options: DevicePluginOptions | null;
 }
+/** The NUMA nodes a device is attached to (int64 IDs: numbers as sent, decimal strings as decoded). */
+export interface TopologyInfo {
+  nodes: { ID: number | string }[];
+}
 export interface PluginDevice {
   ID: string;
   health: typeof HEALTHY | typeof UNHEALTHY;
+  /** null: no topology (sysfs says -1, or the device is not a PCI function). */
+  topology: TopologyInfo | null;
 }
 export interface ListAndWatchResponse {
   devices: PluginDevice[];
@@ -53,8 +59,18 @@ export interface PreferredAllocationResponse {
 export interface AllocateRequest {
   containerRequests: { devicesIds: string[] }[];
 }
+/** A host device node the kubelet makes in the container (with its cgroup permissions: r, w, m). */
+export interface DeviceSpec {
+  containerPath: string;
+  hostPath: string;
+  permissions: string;
+}
 export interface AllocateResponse {
-  containerResponses: { envs: Record<string, string>; annotations: Record<string, string> }[];
+  containerResponses: {
+    envs: Record<string, string>;
+    devices: DeviceSpec[];
+    annotations: Record<string, string>;
+  }[];
 }
 export interface PodResources {
   name: string;

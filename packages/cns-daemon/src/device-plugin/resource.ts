@@ -11,6 +11,7 @@
  */
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pciDeviceInfoOf } from '@ferry/shared-types/kube/device-info';
 import {
   Server,
   ServerCredentials,
@@ -20,6 +21,7 @@ import {
   status,
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { DeviceInfoFiles } from './device-info-files';
 import { envOf, type GroupDevice, pluginDevicesOf, preferredOf } from './devices';
 import {
   type AllocateRequest,
@@ -34,6 +36,8 @@ import {
   type RegisterRequest,
   unary,
 } from './protos';
+import { resourceOf } from './served';
+import { vfioDeviceSpecsOf } from './vfio-devices';
 
 /** How long Register may take (the kubelet answers at once, or not at all). */
 const REGISTER_TIMEOUT_MS = 5000;
@@ -44,6 +48,11 @@ export interface ResourcePluginDeps {
   dir: string;
   /** The group's devices now, in ID order. */
   devices(): GroupDevice[];
+  /** Where Allocate writes the device-info files (`devicePlugin.deviceInfoDir`). */
+  deviceInfoDir: string;
+  /** Preferred allocations keep a pod's VFs on one PF where they can (`devicePlugin.preferSamePf`). */
+  preferSamePf: boolean;
+  now: () => number;
   log: Logger;
   checkMs: number;
   /** Told each registration's outcome (the metric counts them). */
@@ -66,12 +75,14 @@ export interface ResourceStatus {
 type FileId = string | undefined;
 
 export class ResourcePlugin {
+  readonly group: string;
   readonly resource: string;
   readonly endpoint: string;
   readonly #deps: ResourcePluginDeps;
   readonly #socket: string;
   readonly #kubeletSocket: string;
   readonly #streams = new Set<ServerWritableStream<object, ListAndWatchResponse>>();
+  readonly #deviceInfo: DeviceInfoFiles;
   #server: Server | undefined;
   /** What the registration was made against: our socket and kubelet.sock, as files. */
   #registeredOn: { own: FileId; kubelet: FileId } | undefined;
@@ -83,10 +94,12 @@ export class ResourcePlugin {
 
   constructor(deps: ResourcePluginDeps) {
     this.#deps = deps;
-    this.resource = `ferry.dev/${deps.group}`;
+    this.group = deps.group;
+    this.resource = resourceOf(deps.group);
     this.endpoint = `ferry-${deps.group}.sock`;
     this.#socket = join(deps.dir, this.endpoint);
     this.#kubeletSocket = join(deps.dir, 'kubelet.sock');
+    this.#deviceInfo = new DeviceInfoFiles(deps.deviceInfoDir, this.resource, deps.now);
   }
 
   start(): void {
@@ -102,6 +115,16 @@ export class ResourcePlugin {
     // Gone with ferryd: the kubelet sees the socket vanish and marks the resource's devices unhealthy.
     rmSync(this.#socket, { force: true });
     this.#registeredOn = undefined;
+    this.#deviceInfo.removeAll();
+  }
+
+  /** The device's attachment (holding it since `heldSinceMs`) released it: its device-info file goes. */
+  released(deviceId: string, heldSinceMs: number): void {
+    try {
+      this.#deviceInfo.released(deviceId, heldSinceMs);
+    } catch (err) {
+      this.#deps.log.warn({ err, resource: this.resource, deviceId }, 'could not remove a device-info file');
+    }
   }
 
   /** Registers (again) when the kubelet (re)started or our socket went; one check at a time. */
@@ -196,7 +219,9 @@ export class ResourcePlugin {
       ) => {
         const devices = this.#deps.devices();
         done(null, {
-          containerResponses: call.request.containerRequests.map((r) => ({ deviceIDs: preferredOf(devices, r) })),
+          containerResponses: call.request.containerRequests.map((r) => ({
+            deviceIDs: preferredOf(devices, r, { preferSamePf: this.#deps.preferSamePf }),
+          })),
         });
       },
       Allocate: (call: ServerUnaryCall<AllocateRequest, AllocateResponse>, done: sendUnaryData<AllocateResponse>) =>
@@ -224,10 +249,14 @@ export class ResourcePlugin {
 
   /**
    * The kubelet asks after it chose the devices: each must be one of ours. What the pod gets is decided
-   * at its ADD (from the kubelet's pod-resources API); the container learns its devices' MACs.
+   * at its ADD (from the kubelet's pod-resources API); the container learns its devices (envOf), gets the
+   * /dev/vfio nodes of its userspace devices (vfio-devices.ts), and each PCI device's device-info file is
+   * written for Multus. A file that cannot be written fails the
+   * allocation (the kubelet fails the pod's admission and says why), rather than a pod whose
+   * network-status lacks what it asked for.
    */
   #allocate(req: AllocateRequest, done: sendUnaryData<AllocateResponse>): void {
-    const ours = new Set(this.#deps.devices().map((d) => d.id));
+    const ours = new Map(this.#deps.devices().map((d) => [d.id, d]));
     const unknown = req.containerRequests.flatMap((c) => c.devicesIds).filter((id) => !ours.has(id));
     if (unknown.length > 0) {
       done({
@@ -236,9 +265,23 @@ export class ResourcePlugin {
       });
       return;
     }
+    const devicesOf = (ids: readonly string[]) => ids.flatMap((id) => ours.get(id) ?? []);
+    for (const d of devicesOf(req.containerRequests.flatMap((c) => c.devicesIds))) {
+      if (!d.pciAddress) continue;
+      try {
+        this.#deviceInfo.write(d.id, pciDeviceInfoOf(d.pciAddress, d.pfAddress));
+      } catch (err) {
+        done({
+          code: status.INTERNAL,
+          details: `allocate ${this.resource}: write device-info file ${this.#deviceInfo.pathOf(d.id)}: ${(err as Error).message}`,
+        });
+        return;
+      }
+    }
     done(null, {
       containerResponses: req.containerRequests.map((c) => ({
-        envs: envOf(this.#deps.group, c.devicesIds),
+        envs: envOf(this.#deps.group, this.resource, devicesOf(c.devicesIds)),
+        devices: vfioDeviceSpecsOf(devicesOf(c.devicesIds)),
         annotations: {},
       })),
     });

@@ -5,8 +5,14 @@
  */
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
 
-/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (MACs). */
+/** What the kubelet allocated to a pod, by served group: device IDs as the device plugin advertises them (PCI addresses; MACs without a PCI parent). */
 export type KubeletAllocation = ReadonlyMap<string, readonly string[]>;
+
+/** A delegated device an attachment released (its identity, or its MAC), and since when the attachment held it. */
+export interface ReleasedDevice {
+  id: string;
+  heldSinceMs: number;
+}
 
 /** The extended resource a served group is (the kubelet's name for it). */
 export const resourceOf = (group: string) => `ferry.dev/${group}`;

@@ -16,7 +16,15 @@ function useInventory(t: TestContext) {
   const node = { links: [] as unknown[] };
   const ip = new Ip(new Iproute2(async () => ({ exitCode: 0, stdout: JSON.stringify(node.links), stderr: '' })));
   const log = pino({ level: 'silent' });
-  const inventory = new Inventory({ db: w.db, devices: w.devices, ip, config: [DEVICE], log, now: () => w.clock.now });
+  const inventory = new Inventory({
+    db: w.db,
+    devices: w.devices,
+    ip,
+    config: [DEVICE],
+    log,
+    now: () => w.clock.now,
+    goneGraceSec: 300,
+  });
   return { w, node, inventory };
 }
 
@@ -35,7 +43,7 @@ test('a scan while a pod holds its device leaves it present: released (brought h
   w.attachments.release('c1', 'ferry', 'eth0');
   expect(stateOf(w, MAC)).toBe('free');
   const next = w.attachments.allocate(request('c2', ask)).plan;
-  expect(next.nics.map((n) => [n.nicType, n.nicType === 'DelegatedNIC' ? n.mac : null])).toEqual([
+  expect(next.nics.map((n) => [n.nicType, 'mac' in n ? n.mac : null])).toEqual([
     ['InfraNIC', null],
     ['DelegatedNIC', MAC],
   ]);

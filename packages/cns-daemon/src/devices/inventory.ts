@@ -19,10 +19,15 @@ import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import type { Logger } from 'pino';
 import type { FerrydConfig } from '../config';
+import { StartupError } from '../errors';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
 import { parseRow } from '../store/rows';
+import { deviceIdOf, isPciId } from './identity';
 import type { PciAddresses } from './pci';
+import { DeviceMatcher } from './selectors';
+import type { Sysfs } from './sysfs';
+import { userspaceFunctionsOf } from './userspace-functions';
 
 export interface InventoryDeps {
   db: Db;
@@ -31,10 +36,24 @@ export interface InventoryDeps {
   config: FerrydConfig['delegatedDevices'];
   log: Logger;
   now: () => number;
+  /** How long a device found by a pattern or selector may be off the node before it leaves the inventory. */
+  goneGraceSec: number;
   /** Told each scan's listing, to read the devices' PCI addresses again. */
   pci?: PciAddresses;
+  /** What the selectors read (absent: no device matches a selector). */
+  sysfs?: Sysfs;
   /** The groups served to the kubelet (its allocation gives their devices, never a reservation). */
   served?: ReadonlySet<string>;
+}
+
+/** A link on the node as the scan sees it: its identity, MAC and PCI address (where sysfs shows one). */
+interface NodeDevice {
+  id: string;
+  mac: string;
+  link: IpLink;
+  /** The config entries that match it. */
+  matched: DeviceMatcher[];
+  pciAddress?: string;
 }
 
 export interface ScanResult {
@@ -43,18 +62,21 @@ export interface ScanResult {
 }
 
 const normalMac = (mac: string) => mac.toLowerCase();
+const ZERO_MAC = '00:00:00:00:00:00';
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
   readonly #deps: InventoryDeps;
-  readonly #patterns: { re: RegExp; group: string }[];
+  readonly #matchers: DeviceMatcher[];
+  /** The groups whose devices are found on the node (by pattern or selectors), not named by MAC. */
+  readonly #discoveredGroups: ReadonlySet<string>;
+  #isFirstScan = true;
   #scanned: () => void = () => undefined;
 
   constructor(deps: InventoryDeps) {
     this.#deps = deps;
-    this.#patterns = deps.config.flatMap((c) =>
-      c.namePattern ? [{ re: new RegExp(c.namePattern), group: c.group }] : [],
-    );
+    this.#matchers = deps.config.map((c) => new DeviceMatcher(c));
+    this.#discoveredGroups = new Set(this.#matchers.filter((m) => m.kind !== 'mac').map((m) => m.group));
   }
 
   /** True when there is anything to manage (no device config and no rows: nothing to scan). */
@@ -75,65 +97,168 @@ export class Inventory {
 
   async #scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
-    const { db, devices, ip, log } = this.#deps;
+    const { db, devices, log } = this.#deps;
     const listedAt = this.#deps.now();
-    const links = await ip.listLinks(SELF);
-    const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
-    this.#deps.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
+    const links = await this.#deps.ip.listLinks(SELF);
+    this.#deps.pci?.refresh(links);
+    const onNode = this.#refuseOverlaps(this.#identified(links));
+    const byId = new Map(onNode.map((d) => [d.id, d]));
+    // Userspace devices (vfio-bound, no netdev) are in sysfs only: on the node while sysfs lists them.
+    const userspace = this.#deps.sysfs ? userspaceFunctionsOf(this.#deps.sysfs, this.#matchers, log) : [];
+    const inSysfs = new Set(userspace.map((u) => u.id));
     const now = this.#deps.now();
+    const goneBefore = now - this.#deps.goneGraceSec * 1000;
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
-      const configured = new Set<string>();
-      for (const c of this.#deps.config) {
-        if (!c.mac) continue;
-        const mac = normalMac(c.mac);
-        configured.add(mac);
-        devices.upsert(mac, c.group, byMac.get(mac)?.ifname);
+      this.#rekeyByPci(onNode);
+      const configured = this.#upsertConfigured(onNode);
+      for (const u of userspace) {
+        configured.add(u.id);
+        if (!devices.get(u.id)) devices.upsert(u.id, undefined, u.group, undefined);
       }
-      for (const l of links) {
-        // Only Ethernet devices with a real MAC can be delegated (not tunnels, not loopback).
-        if (!l.address || l.link_type !== 'ether' || !ETHER_MAC.test(l.address)) continue;
-        const p = this.#patterns.find((x) => x.re.test(l.ifname));
-        if (!p) continue;
-        const mac = normalMac(l.address);
-        configured.add(mac);
-        // A pattern names devices as they are found; the name at first sight is the one they keep.
-        if (!devices.get(mac)) devices.upsert(mac, p.group, l.ifname);
-      }
-      const patternGroups = new Set(this.#patterns.map((p) => p.group));
       for (const row of devices.all()) {
-        if (!configured.has(row.mac) && !patternGroups.has(row.grp) && devices.remove(row.mac)) {
-          log.info({ mac: row.mac }, 'device no longer configured: dropped from the inventory');
+        if (!configured.has(row.id) && !this.#discoveredGroups.has(row.grp) && devices.remove(row.id)) {
+          log.info({ device: row.id }, 'device no longer configured: dropped from the inventory');
           continue;
         }
-        const link = byMac.get(row.mac);
+        const here = byId.get(row.id);
+        if (
+          !here &&
+          !configured.has(row.id) &&
+          row.seen_at_ms !== null &&
+          row.seen_at_ms < goneBefore &&
+          devices.remove(row.id)
+        ) {
+          log.info(
+            { device: row.id, lastSeen: new Date(row.seen_at_ms).toISOString() },
+            'device off the node for longer than reconcile.deviceGoneGraceSec: dropped from the inventory',
+          );
+          continue;
+        }
         // A device a pod holds is not on the node but accounted for: marked absent, it would count as
         // missing from its release (the DEL has brought it home) until the next scan, and be refused (106).
-        devices.setPresence(row.mac, link !== undefined || row.interface_id !== null, link ? now : undefined);
+        // A userspace device never leaves sysfs for its pod (nothing moves): held or not, it is never a
+        // device back from a dead pod.
+        const isUserspaceHere = inSysfs.has(row.id);
+        devices.setPresence(
+          row.id,
+          here !== undefined || isUserspaceHere || row.interface_id !== null,
+          here ? { atMs: now, mac: here.mac } : isUserspaceHere ? { atMs: now } : undefined,
+        );
         if (
-          link &&
+          here &&
           row.interface_id !== null &&
           row.attachment_state === 'committed' &&
           (row.attachment_updated_at_ms ?? Number.POSITIVE_INFINITY) < listedAt
         ) {
-          devices.detach(row.mac);
+          devices.detach(row.id);
           refunds.push(row);
         }
       }
     })();
     for (const r of refunds) {
       log.warn(
-        { mac: r.mac, containerId: r.container_id, ifName: r.if_name, nameNow: byMac.get(r.mac)?.ifname },
+        { device: r.id, containerId: r.container_id, ifName: r.if_name, nameNow: byId.get(r.id)?.link.ifname },
         'delegated device is back on the node without a DEL (its pod netns is gone): freed',
       );
     }
     let renamed = 0;
     for (const row of devices.all()) {
-      const link = byMac.get(row.mac);
+      const link = byId.get(row.id)?.link;
       if (!link || row.interface_id !== null || !row.host_if_name || link.ifname === row.host_if_name) continue;
-      if (await this.#renameHome(row.mac, row.host_if_name, link.ifname, links)) renamed++;
+      if (await this.#renameHome(row.id, row.host_if_name, link.ifname, links)) renamed++;
     }
     return { refunded: refunds.length, renamed };
+  }
+
+  /** The node's links that have a MAC, each with its identity (its PCI address where sysfs shows one). */
+  #identified(links: readonly IpLink[]): NodeDevice[] {
+    return links.flatMap((link) => {
+      if (!link.address || !ETHER_MAC.test(link.address)) return [];
+      const mac = normalMac(link.address);
+      const pciAddress = this.#deps.pci?.pciOfLink(link.ifname, mac) ?? this.#lastSeenAt(mac);
+      const fn = pciAddress ? this.#deps.sysfs?.function(pciAddress) : undefined;
+      const facts = { ifName: link.ifname, mac, linkType: link.link_type, fn };
+      const matched = this.#matchers.filter((m) => m.matches(facts));
+      return [{ id: deviceIdOf({ pciAddress, mac }), mac, link, matched, ...(pciAddress ? { pciAddress } : {}) }];
+    });
+  }
+
+  /**
+   * The PCI address the inventory last saw this MAC at, when one device only was seen with it: a device
+   * sysfs does not list under the name it has now (ferryd restarted while it was away from its name).
+   */
+  #lastSeenAt(mac: string): string | undefined {
+    if (mac === ZERO_MAC) return undefined;
+    const rows = this.#deps.devices.byMac(mac);
+    const [row] = rows;
+    return rows.length === 1 && row && isPciId(row.id) ? row.id : undefined;
+  }
+
+  /**
+   * A device that entries of two groups match is nobody's: at ferryd's start that is refused (the config
+   * is wrong), later (a device that appeared since) it is logged and the device left out.
+   */
+  #refuseOverlaps(onNode: NodeDevice[]): NodeDevice[] {
+    const overlaps = onNode.flatMap((d) => {
+      const groups = [...new Set(d.matched.map((m) => m.group))];
+      return groups.length > 1 ? [{ d, groups }] : [];
+    });
+    const first = this.#isFirstScan;
+    this.#isFirstScan = false;
+    const [o] = overlaps;
+    if (!o) return onNode;
+    const what = (x: typeof o) =>
+      `device ${x.d.id} (${x.d.link.ifname}) is matched by the groups ${x.groups.map((g) => `"${g}"`).join(' and ')}`;
+    if (first) {
+      throw new StartupError(
+        `delegatedDevices: ${overlaps.map(what).join('; ')}: a device may be in one group only; narrow the selectors`,
+      );
+    }
+    for (const x of overlaps) this.#deps.log.error({ device: x.d.id, groups: x.groups }, `${what(x)}: left out`);
+    return onNode.filter((d) => !overlaps.some((x) => x.d === d));
+  }
+
+  /**
+   * A row keyed by MAC (from before schema 5, or from before sysfs showed the device) whose device is now
+   * seen at a PCI address is keyed by that address, with its holder, reservation and name. A MAC that two
+   * devices on the node share names neither: such rows stay as they are.
+   */
+  #rekeyByPci(onNode: readonly NodeDevice[]): void {
+    const { devices, log } = this.#deps;
+    const count = new Map<string, number>();
+    for (const d of onNode) count.set(d.mac, (count.get(d.mac) ?? 0) + 1);
+    for (const d of onNode) {
+      if (!d.pciAddress || count.get(d.mac) !== 1 || devices.get(d.id) || !devices.get(d.mac)) continue;
+      if (devices.rekey(d.mac, d.id)) log.info({ mac: d.mac, device: d.id }, 'device keyed by its PCI address');
+    }
+  }
+
+  /**
+   * Makes sure every configured device has a row: a `mac` entry's (each device on the node with that MAC,
+   * else the rows last seen with it, else a row keyed by the MAC) and each device on the node a pattern
+   * matches. Returns the identities of the devices the config names now.
+   */
+  #upsertConfigured(onNode: readonly NodeDevice[]): Set<string> {
+    const { devices } = this.#deps;
+    const configured = new Set<string>();
+    for (const c of this.#deps.config) {
+      if (!c.mac) continue;
+      const mac = normalMac(c.mac);
+      const here = onNode.filter((d) => d.mac === mac);
+      for (const d of here) devices.upsert(d.id, mac, c.group, d.link.ifname);
+      const known = here.length ? here.map((d) => d.id) : devices.byMac(mac).map((r) => r.id);
+      if (known.length === 0) devices.upsert(mac, mac, c.group, undefined);
+      for (const id of known.length ? known : [mac]) configured.add(id);
+    }
+    for (const d of onNode) {
+      const m = d.matched.find((x) => x.kind !== 'mac');
+      if (!m) continue;
+      configured.add(d.id);
+      // A pattern or selector names devices as they are found; the name at first sight is the one they keep.
+      if (!devices.get(d.id)) devices.upsert(d.id, d.mac, m.group, d.link.ifname);
+    }
+    return configured;
   }
 
   /**
@@ -141,13 +266,13 @@ export class Inventory {
    * the device may have been taken by an ADD since the links were listed, and one device never fails
    * the scan (or ferryd's start-up).
    */
-  async #renameHome(mac: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
+  async #renameHome(id: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
     const { devices, ip, log } = this.#deps;
     if (links.some((l) => l.ifname === hostIfName)) {
-      log.warn({ mac, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
+      log.warn({ device: id, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
       return false;
     }
-    if (devices.get(mac)?.interface_id !== null) return false;
+    if (devices.get(id)?.interface_id !== null) return false;
     try {
       await ip.apply(
         SELF,
@@ -157,82 +282,108 @@ export class Inventory {
           .rename(nameNow, hostIfName)
           .setAlias(hostIfName, '')
           .setGroup(hostIfName, 'default'),
-        `rename device ${mac} home`,
+        `rename device ${id} home`,
       );
     } catch (err) {
-      log.warn({ err, mac, from: nameNow, to: hostIfName }, 'could not rename device home; the next scan tries again');
+      log.warn(
+        { err, device: id, from: nameNow, to: hostIfName },
+        'could not rename device home; the next scan tries again',
+      );
       return false;
     }
-    log.info({ mac, from: nameNow, to: hostIfName }, 'delegated device renamed home');
+    log.info({ device: id, from: nameNow, to: hostIfName }, 'delegated device renamed home');
     return true;
   }
 
   list(): Device[] {
-    return this.#deps.devices.all().map((r): Device => {
-      const reservation = reservationOf(r);
-      const pciAddress = this.#deps.pci?.pciOf(r.mac);
-      return {
-        mac: r.mac,
-        group: r.grp,
-        ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
-        ...(pciAddress ? { pciAddress } : {}),
-        state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
-        ...(r.interface_id !== null && r.container_id && r.if_name
-          ? {
-              assignedTo: {
-                containerId: r.container_id,
-                ifName: r.if_name,
-                ...(r.pod_namespace ? { podNamespace: r.pod_namespace } : {}),
-                ...(r.pod_name ? { podName: r.pod_name } : {}),
-              },
-            }
-          : {}),
-        ...(reservation ? { reservation } : {}),
-        ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
-      };
-    });
+    return this.#deps.devices.all().map((r) => this.#deviceOf(r));
+  }
+
+  #deviceOf(r: DeviceWithAssignment): Device {
+    const reservation = reservationOf(r);
+    const pciAddress = isPciId(r.id) ? r.id : r.mac ? this.#deps.pci?.pciOf(r.mac) : undefined;
+    return {
+      id: r.id,
+      ...(r.mac ? { mac: r.mac } : {}),
+      group: r.grp,
+      ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
+      ...(pciAddress ? { pciAddress } : {}),
+      state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
+      ...(r.interface_id !== null && r.container_id && r.if_name
+        ? {
+            assignedTo: {
+              containerId: r.container_id,
+              ifName: r.if_name,
+              ...(r.pod_namespace ? { podNamespace: r.pod_namespace } : {}),
+              ...(r.pod_name ? { podName: r.pod_name } : {}),
+            },
+          }
+        : {}),
+      ...(reservation ? { reservation } : {}),
+      ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
+    };
+  }
+
+  /**
+   * The identity of the device an operator names: by its PCI address or identity, or by the MAC it was
+   * last seen with when only one device has it.
+   */
+  idOf(device: string): string {
+    const ref = device.includes(':') && !isPciId(device) ? normalMac(device) : device;
+    if (this.#deps.devices.get(ref)) return ref;
+    const rows = this.#deps.devices.byMac(ref);
+    const [row] = rows;
+    if (!row) throw unknownDevice(ref);
+    if (rows.length > 1) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `device ${ref}: ${rows.length} devices have this MAC (${rows.map((r) => r.id).join(', ')}); name one by its PCI address`,
+      );
+    }
+    return row.id;
   }
 
   /** Pre-assigns a device to a pod by namespace/name; it is held back from group requests. */
-  reserve(mac: string, req: ReservationRequest): Device {
-    const m = normalMac(mac);
-    const group = this.#deps.devices.get(m)?.grp;
+  reserve(device: string, req: ReservationRequest): Device {
+    const id = this.idOf(device);
+    const group = this.#deps.devices.get(id)?.grp;
     if (group !== undefined && this.#deps.served?.has(group)) {
       throw new CniError(
         Code.InvalidConfig,
-        `reserve device ${m}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
+        `reserve device ${id}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
       );
     }
     const { addresses, routes } = req;
     const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
     if (
-      !this.#deps.devices.reserve(m, {
+      !this.#deps.devices.reserve(id, {
         namespace: req.namespace,
         pod: req.pod,
         ...(req.ifName ? { ifName: req.ifName } : {}),
         ...(json ? { json } : {}),
       })
     ) {
-      throw unknownDevice(m);
+      throw unknownDevice(id);
     }
-    return this.#one(m);
+    return this.#one(id);
   }
 
-  unreserve(mac: string): Device {
-    const m = normalMac(mac);
-    if (!this.#deps.devices.unreserve(m)) throw unknownDevice(m);
-    return this.#one(m);
+  unreserve(device: string): Device {
+    const id = this.idOf(device);
+    if (!this.#deps.devices.unreserve(id)) throw unknownDevice(id);
+    return this.#one(id);
   }
 
-  #one(mac: string): Device {
-    const d = this.list().find((x) => x.mac === mac);
-    if (!d) throw unknownDevice(mac);
-    return d;
+  /** The device with this identity, as `list` gives it. */
+  #one(id: string): Device {
+    const r = this.#deps.devices.all().find((x) => x.id === id);
+    if (!r) throw unknownDevice(id);
+    return this.#deviceOf(r);
   }
 }
 
-function unknownDevice(mac: string): CniError {
-  return new CniError(Code.NotFound, `device ${mac} is not in the inventory`);
+function unknownDevice(device: string): CniError {
+  return new CniError(Code.NotFound, `device ${device} is not in the inventory`);
 }
 
 /** A stored reservation, parsed (it is a boundary: the row may be from another ferryd version). */

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { BackoffOptions } from '../kube/backoff';
 import { loadKubeConfig } from '../kube/connection';
 import { Informer, type InformerStatus } from '../kube/informer';
-import type { PciAddressOf } from './network-status';
+import type { DeviceInfoOf } from './network-status';
 import { kubePodApi } from './pod-api';
 import { PodCache, type PodKey } from './pod-cache';
 import { type PodIntent, podIntentOf } from './pod-intent';
@@ -29,8 +29,8 @@ export interface PodServicesOptions {
   config: PodWatchConfig;
   /** ferryd's records (the status writer's source): of one pod, or of every attachment. */
   records(pod?: PodName): InterfaceRecord[];
-  /** A delegated device's PCI address (network-status' `device-info`). */
-  pciAddressOf?: PciAddressOf;
+  /** A delegated device's `device-info` (network-status). */
+  deviceInfoOf?: DeviceInfoOf;
   /** How often the status writer compares every pod with the records. */
   resyncMs: number;
   log: Logger;
@@ -89,7 +89,7 @@ export function buildPodServices(opts: PodServicesOptions): PodServices {
         cache,
         api,
         records: opts.records,
-        ...(opts.pciAddressOf ? { pciAddressOf: opts.pciAddressOf } : {}),
+        ...(opts.deviceInfoOf ? { deviceInfoOf: opts.deviceInfoOf } : {}),
         log,
         resyncMs: opts.resyncMs,
         ...(opts.backoff ? { backoff: opts.backoff } : {}),

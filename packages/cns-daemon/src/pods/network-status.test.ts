@@ -1,3 +1,4 @@
+import { pciDeviceInfoOf } from '@ferry/shared-types/kube/device-info';
 import { FERRY_ATTACHMENT_KEY, FerryStatusEntrySchema } from '@ferry/shared-types/kube/network-status';
 import { describe, expect, test } from 'vitest';
 import { interfaceRecord as record } from '../testing/interface-record';
@@ -56,12 +57,35 @@ describe('ferryEntriesOf: Ferry entries from the records', () => {
     ]);
   });
 
-  test("a delegated device with a PCI address carries it as device-info (NPWG's device information, pci)", () => {
+  test("a delegated PCI device carries its device-info (NPWG's device information 1.1.0, pci)", () => {
     const vf = record({ ...delegated, deviceMac: '02:00:00:00:0f:01', hostIfName: 'ens2f0v1' });
-    const pciOf = (mac: string) => (mac === '02:00:00:00:0f:01' ? '0000:18:02.1' : undefined);
-    const [eth0, net1] = ferryEntriesOf([infra, vf], pod, pciOf);
+    const info = pciDeviceInfoOf('0000:18:02.1', '0000:18:00.0');
+    const [eth0, net1] = ferryEntriesOf([infra, vf], pod, ({ mac }) =>
+      mac === '02:00:00:00:0f:01' ? info : undefined,
+    );
     expect(eth0).not.toHaveProperty('device-info');
-    expect(net1?.['device-info']).toEqual({ type: 'pci', version: '1.0.0', pci: { 'pci-address': '0000:18:02.1' } });
+    expect(net1?.['device-info']).toEqual({
+      type: 'pci',
+      version: '1.1.0',
+      pci: { 'pci-address': '0000:18:02.1', 'pf-pci-address': '0000:18:00.0' },
+    });
+    expect(FerryStatusEntrySchema.safeParse(net1).success).toBe(true);
+  });
+
+  test('a userspace device (no MAC): its PCI address, no mac, no ips', () => {
+    const { mac: _, ...vf } = record({ ...delegated, addresses: [], userspace: true, pciAddress: '0000:18:02.3' });
+    const info = pciDeviceInfoOf('0000:18:02.3', '0000:18:00.0');
+    const [, net1] = ferryEntriesOf([infra, vf], pod, ({ pciAddress }) =>
+      pciAddress === '0000:18:02.3' ? info : undefined,
+    );
+    expect(net1).toEqual({
+      name: 'ferry',
+      interface: 'net1',
+      ips: [],
+      default: false,
+      'device-info': info,
+      [FERRY_ATTACHMENT_KEY]: attachment,
+    });
     expect(FerryStatusEntrySchema.safeParse(net1).success).toBe(true);
   });
 });

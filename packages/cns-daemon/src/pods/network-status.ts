@@ -5,6 +5,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { InterfaceRecord } from '@ferry/shared-types/api/endpoints';
+import type { PciDeviceInfo } from '@ferry/shared-types/kube/device-info';
 import {
   FERRY_ATTACHMENT_KEY,
   type FerryStatusEntry,
@@ -14,8 +15,11 @@ import {
 } from '@ferry/shared-types/kube/network-status';
 import { isPodWithUid, type PodView } from './pod';
 
-/** A delegated device's PCI address by its MAC, where it has one (`device-info`). */
-export type PciAddressOf = (deviceMac: string) => string | undefined;
+/**
+ * A delegated device's `device-info`, where it is a PCI device (devices/device-info.ts): by its PCI address
+ * where the record has it (a userspace device, which has no MAC), else by its MAC.
+ */
+export type DeviceInfoOf = (device: { mac?: string; pciAddress?: string }) => PciDeviceInfo | undefined;
 
 /** The interface name the kubelet gives a pod's cluster-wide default network (CNI_IFNAME). */
 const DEFAULT_NETWORK_IF_NAME = 'eth0';
@@ -25,12 +29,12 @@ const DEFAULT_NETWORK_IF_NAME = 'eth0';
  * pod (by namespace and name, and by UID where the runtime gave one: an older pod of the same name that
  * is not yet deleted is not this one), the newest attachment per (network, CNI_IFNAME) when a sandbox
  * was made again before the old one's DEL. Sorted: the default network's interface first. A delegated
- * device with a PCI address carries it in `device-info`.
+ * device that is a PCI function carries its `device-info`, as the device plugin's file has it.
  */
 export function ferryEntriesOf(
   records: readonly InterfaceRecord[],
   pod: PodView,
-  pciAddressOf: PciAddressOf = () => undefined,
+  deviceInfoOf: DeviceInfoOf = () => undefined,
 ): FerryStatusEntry[] {
   const slotOf = (r: InterfaceRecord) => `${r.network}/${r.attachmentIfName}`;
   const mine = records.filter(
@@ -47,7 +51,7 @@ export function ferryEntriesOf(
   }
   return mine
     .filter((r) => newest.get(slotOf(r))?.containerId === r.containerId)
-    .map((r) => entryOf(r, pciAddressOf))
+    .map((r) => entryOf(r, deviceInfoOf))
     .sort(
       (a, b) =>
         Number(b.default) - Number(a.default) ||
@@ -57,8 +61,12 @@ export function ferryEntriesOf(
     );
 }
 
-function entryOf(r: InterfaceRecord, pciAddressOf: PciAddressOf): FerryStatusEntry {
-  const pci = r.deviceMac ? pciAddressOf(r.deviceMac) : undefined;
+function entryOf(r: InterfaceRecord, deviceInfoOf: DeviceInfoOf): FerryStatusEntry {
+  const device = {
+    ...(r.deviceMac ? { mac: r.deviceMac } : {}),
+    ...(r.pciAddress ? { pciAddress: r.pciAddress } : {}),
+  };
+  const deviceInfo = device.mac || device.pciAddress ? deviceInfoOf(device) : undefined;
   return {
     name: r.network,
     interface: r.ifName,
@@ -66,7 +74,7 @@ function entryOf(r: InterfaceRecord, pciAddressOf: PciAddressOf): FerryStatusEnt
     ips: r.addresses.map((a) => a.address.slice(0, a.address.indexOf('/'))),
     ...(r.mac ? { mac: r.mac } : {}),
     default: r.nicType === 'InfraNIC' && r.ifName === DEFAULT_NETWORK_IF_NAME && r.attachmentIfName === r.ifName,
-    ...(pci ? { 'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': pci } } } : {}),
+    ...(deviceInfo ? { 'device-info': deviceInfo } : {}),
     [FERRY_ATTACHMENT_KEY]: { network: r.network, containerId: r.containerId, ifName: r.attachmentIfName },
   };
 }

@@ -16,7 +16,7 @@ import { NETWORK_STATUS_ANNOTATION } from '@ferry/shared-types/kube/network-stat
 import type { Logger } from 'pino';
 import { type BackoffOptions, backoffDelayMs, DEFAULT_BACKOFF } from '../kube/backoff';
 import { describeApiError, httpStatusOfApiError } from '../kube/connection';
-import { ferryEntriesOf, type PciAddressOf, withFerryEntries } from './network-status';
+import { type DeviceInfoOf, ferryEntriesOf, withFerryEntries } from './network-status';
 import { type PodView, podKeyOf } from './pod';
 import type { PodApi } from './pod-api';
 import type { PodCache } from './pod-cache';
@@ -38,8 +38,8 @@ export interface StatusWriterOptions {
   api: PodApi;
   /** ferryd's records: of one pod's attachments, or (no argument) of every attachment. */
   records(pod?: PodName): InterfaceRecord[];
-  /** A delegated device's PCI address, for `device-info`. */
-  pciAddressOf?: PciAddressOf;
+  /** A delegated device's `device-info` (its PCI address and PF's). */
+  deviceInfoOf?: DeviceInfoOf;
   log: Logger;
   /** How often every pod of the node is compared with the records. */
   resyncMs: number;
@@ -157,7 +157,7 @@ export class NetworkStatusWriter {
   }
 
   #entriesOf(records: readonly InterfaceRecord[], pod: PodView) {
-    return ferryEntriesOf(records, pod, this.#opts.pciAddressOf);
+    return ferryEntriesOf(records, pod, this.#opts.deviceInfoOf);
   }
 
   #compare(pod: PodView, records: InterfaceRecord[]): void {

@@ -40,6 +40,8 @@ export interface NewInterface {
   hostIfName?: string;
   deviceMac?: string;
   staticAddressesJson?: string;
+  /** A userspace device's PCI address (it has no host name and no MAC). */
+  userspacePciAddress?: string;
 }
 
 export class AttachmentStore {
@@ -76,9 +78,9 @@ export class AttachmentStore {
     this.#deleteAttachment = db.prepare('DELETE FROM attachments WHERE generation = ?');
     this.#insertInterface = db.prepare(
       `INSERT INTO interfaces (attachment_id, position, container_id, if_name, endpoint_id, nic_type, routes_json,
-         host_veth_name, host_if_name, device_mac, static_addresses_json)
+         host_veth_name, host_if_name, device_mac, static_addresses_json, userspace_pci_address)
        VALUES (@attachmentId, @position, @containerId, @ifName, @endpointId, @nicType, @routesJson,
-         @hostVethName, @hostIfName, @deviceMac, @staticAddressesJson)`,
+         @hostVethName, @hostIfName, @deviceMac, @staticAddressesJson, @userspacePciAddress)`,
     );
     this.#interfacesOfAttachment = db.prepare('SELECT * FROM interfaces WHERE attachment_id = ?');
     this.#interfacesOfContainer = db.prepare(
@@ -160,6 +162,7 @@ export class AttachmentStore {
       hostIfName: i.hostIfName ?? null,
       deviceMac: i.deviceMac ?? null,
       staticAddressesJson: i.staticAddressesJson ?? null,
+      userspacePciAddress: i.userspacePciAddress ?? null,
     });
     return Number(info.lastInsertRowid);
   }
@@ -179,8 +182,14 @@ export class AttachmentStore {
   }
 
   /** Records what only the shim knows; returns false when the interface is not part of the attachment. */
-  commitInterface(attachmentId: number, ifName: string, mac: string, containerIfIndex: number): boolean {
-    return this.#commitInterface.run(mac, containerIfIndex, attachmentId, ifName).changes === 1;
+  /** No MAC and no ifindex: a userspace device, which has no netdev in the pod. */
+  commitInterface(
+    attachmentId: number,
+    ifName: string,
+    mac: string | undefined,
+    containerIfIndex: number | undefined,
+  ): boolean {
+    return this.#commitInterface.run(mac ?? null, containerIfIndex ?? null, attachmentId, ifName).changes === 1;
   }
 
   /** Every interface's static addresses (their stored text), with the pod that holds them. */

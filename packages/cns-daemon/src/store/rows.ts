@@ -49,6 +49,8 @@ export const InterfaceRowSchema = z.object({
   host_if_name: OptText,
   device_mac: OptText,
   static_addresses_json: OptText,
+  /** A userspace device's PCI address (no netdev: no host name, no MAC); null for any other interface. */
+  userspace_pci_address: OptText,
 });
 export type InterfaceRow = z.infer<typeof InterfaceRowSchema>;
 
@@ -64,7 +66,10 @@ export const AddressRowSchema = z.object({
 export type AddressRow = z.infer<typeof AddressRowSchema>;
 
 export const DeviceRowSchema = z.object({
-  mac: z.string(),
+  /** The device's identity (deviceIdOf): its PCI address, or its MAC when it has no PCI parent. */
+  id: z.string(),
+  /** The MAC it was last seen with. */
+  mac: OptText,
   grp: z.string(),
   host_if_name: OptText,
   present: z.union([z.literal(0), z.literal(1)]),

@@ -15,8 +15,10 @@ import { Attachments } from '../attachments/attachments';
 import { JournalDir } from '../attachments/commit-journal';
 import { Tenancy } from '../attachments/tenancy';
 import { servedGroupsOf } from '../device-plugin/served';
+import { GroupKinds } from '../devices/device-kind';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
+import { Sysfs } from '../devices/sysfs';
 import { Ipam } from '../ipam/ipam';
 import { AttachmentStore } from '../store/attachments';
 import { type Db, openDatabase } from '../store/db';
@@ -43,9 +45,15 @@ export interface World {
   settled: { promoted: number; discarded: number }[];
 }
 
-export function useAttachments(t: TestContext, overrides: Record<string, unknown> = {}): World {
+/** `prepare` gets the database's path before ferryd's code opens it (to seed one an older ferryd wrote). */
+export function useAttachments(
+  t: TestContext,
+  overrides: Record<string, unknown> = {},
+  prepare?: (databasePath: string) => void,
+): World {
   const dir = tempDir(t);
   const config = testConfig(dir, { cooldownSec: 30, ...overrides });
+  prepare?.(config.database);
   const store = openDatabase(config.database);
   t.onTestFinished(() => store.close());
   const { db } = store;
@@ -55,7 +63,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
   const journal = new JournalDir(join(dir, 'commit-journal'));
   const log = pino({ level: 'silent' });
   const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
-  const pci = new PciAddresses(config.sysfsRoot);
+  const pci = new PciAddresses(new Sysfs(config.sysfsRoot));
   const served = servedGroupsOf(config);
   const ipam = new Ipam(new PoolStore(db), config);
   const w: World = {
@@ -68,7 +76,17 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
     devicesReleased: 0,
     podsChanged: [],
     settled: [],
-    inventory: new Inventory({ db, devices, ip, config: [], log, now, pci, served }),
+    inventory: new Inventory({
+      db,
+      devices,
+      ip,
+      config: [],
+      log,
+      now,
+      goneGraceSec: config.reconcile.deviceGoneGraceSec,
+      pci,
+      served,
+    }),
     attachments: new Attachments({
       db,
       attachmentStore: new AttachmentStore(db),
@@ -80,6 +98,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
       ),
       pci,
       served,
+      kinds: new GroupKinds(config.delegatedDevices),
       now,
       journal,
       log,
@@ -115,8 +134,8 @@ export const commitOf = (a: Allocation, ifNames = a.nics.map((n) => n.ifName)): 
 
 /** A delegatable device on the node (as a scan would have recorded it). */
 export function addDevice(w: World, mac: string, group: string, hostIfName: string, present = true): void {
-  w.devices.upsert(mac, group, hostIfName);
-  w.devices.setPresence(mac, present, present ? w.clock.now : undefined);
+  w.devices.upsert(mac, mac, group, hostIfName);
+  w.devices.setPresence(mac, present, present ? { atMs: w.clock.now, mac } : undefined);
 }
 
 export function reserve(

@@ -66,7 +66,26 @@ export const DelegatedNicPlanSchema = z.strictObject({
 });
 export type DelegatedNicPlan = z.infer<typeof DelegatedNicPlanSchema>;
 
-export const NicPlanSchema = z.discriminatedUnion('nicType', [InfraNicPlanSchema, DelegatedNicPlanSchema]);
+/**
+ * A DelegatedNIC that is a userspace device: a VF bound to `vfio-pci` for DPDK, with no netdev. Nothing is
+ * moved or addressed: the container opens it through the `/dev/vfio` devices the device plugin gave it, and
+ * the attachment records that the pod holds it. Its identity is its PCI address (it has no MAC); `ifName`
+ * is the attachment's name for it, as sriov-cni keeps CNI_IFNAME for a DPDK-mode VF.
+ */
+export const UserspaceNicPlanSchema = z.strictObject({
+  nicType: z.literal('DelegatedNIC'),
+  ifName: IfNameSchema,
+  endpointId: z.string(),
+  userspace: z.literal(true),
+  pciAddress: PciAddressSchema,
+  /** Always empty (no netdev to address or route), so every NIC of a plan has both lists. */
+  addresses: z.array(AssignedAddressSchema).check(z.maxLength(0)),
+  routes: z.array(PodRouteSchema).check(z.maxLength(0)),
+});
+export type UserspaceNicPlan = z.infer<typeof UserspaceNicPlanSchema>;
+
+/** A plain union: a userspace device is a DelegatedNIC too, told apart by `userspace`. */
+export const NicPlanSchema = z.union([InfraNicPlanSchema, DelegatedNicPlanSchema, UserspaceNicPlanSchema]);
 export type NicPlan = z.infer<typeof NicPlanSchema>;
 
 export const AllocationSchema = z.extend(AttachmentKeySchema, {

@@ -6,7 +6,7 @@
 import * as z from 'zod/mini';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { SupportedNicTypeSchema } from '../nic';
-import { AssignedAddressSchema, MacSchema, PodRefSchema, PodRouteSchema } from './common';
+import { AssignedAddressSchema, MacSchema, PciAddressSchema, PodRefSchema, PodRouteSchema } from './common';
 
 /** What the shim reports for one NIC it built. */
 export const BuiltNicSchema = z.strictObject({
@@ -18,12 +18,23 @@ export const BuiltNicSchema = z.strictObject({
 });
 export type BuiltNic = z.infer<typeof BuiltNicSchema>;
 
+/** A userspace device of the plan (allocations.ts UserspaceNicPlan): nothing was built, it is held as planned. */
+export const HeldUserspaceNicSchema = z.strictObject({
+  ifName: IfNameSchema,
+  userspace: z.literal(true),
+});
+export type HeldUserspaceNic = z.infer<typeof HeldUserspaceNicSchema>;
+
+/** Every NIC of a plan in the commit: built, or (a userspace device) held. */
+export const CommittedNicSchema = z.union([BuiltNicSchema, HeldUserspaceNicSchema]);
+export type CommittedNic = z.infer<typeof CommittedNicSchema>;
+
 export const CommitRequestSchema = z.strictObject({
   network: NetworkNameSchema,
   /** The attachment's CNI_IFNAME. */
   ifName: IfNameSchema,
   generation: z.number().check(z.int(), z.positive()),
-  nics: z.array(BuiltNicSchema).check(z.minLength(1)),
+  nics: z.array(CommittedNicSchema).check(z.minLength(1)),
 });
 export type CommitRequest = z.infer<typeof CommitRequestSchema>;
 
@@ -51,6 +62,13 @@ export const InterfaceRecordSchema = z.strictObject({
   hostIfName: z.optional(IfNameSchema),
   /** DelegatedNIC: the device's MAC on the host (the inventory key). */
   deviceMac: z.optional(MacSchema),
+  /**
+   * DelegatedNIC: a userspace device (a VF bound to vfio-pci, no netdev): nothing of it is in the pod's
+   * netns, so there is nothing to tear down or check there; its identity is `pciAddress`.
+   */
+  userspace: z.optional(z.literal(true)),
+  /** DelegatedNIC: the device's PCI address, where it has one. */
+  pciAddress: z.optional(PciAddressSchema),
   createdAt: z.string(),
   updatedAt: z.string(),
   /**

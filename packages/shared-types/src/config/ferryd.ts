@@ -4,9 +4,11 @@
  * Field descriptions are the reference's text.
  */
 import * as z from 'zod/mini';
+import { PciAddressSchema } from '../api/common';
 import { DnsSchema } from '../cni/dns';
 import { absolutePath, NetworkNameSchema } from '../cni/names';
 import { doc } from '../doc';
+import { DEVICE_INFO_DIR } from '../kube/device-info';
 import { NicTypeSchema } from '../nic';
 import { DEFAULT_COMMIT_JOURNAL, DEFAULT_DAEMON_TIMEOUTS, DEFAULT_DELETE_QUEUE, DEFAULT_SOCKET } from './defaults';
 
@@ -105,11 +107,42 @@ export const NetworkConfigSchema = z.strictObject({
 });
 export type NetworkConfig = z.infer<typeof NetworkConfigSchema>;
 
+/** `ens1f0`, or with VF indexes after `#`: `ens1f0#0-3`, `ens1f0#0,2,5-7` (the SR-IOV network device plugin's form). */
+export const PfNameSelectorSchema = z.string().check(
+  z.regex(/^[^\s#/]{1,15}(#\d+(-\d+)?(,\d+(-\d+)?)*)?$/, {
+    message: 'not a PF name with an optional VF range, like ens1f0 or ens1f0#0-3',
+  }),
+);
+
+const HexIdSchema = z
+  .string()
+  .check(z.regex(/^[0-9a-fA-F]{4}$/, { message: 'not a 4-digit hex ID without 0x, like 8086' }));
+
+const selectorList = <T extends z.ZodMiniType>(item: T) => z.optional(z.array(item).check(z.minLength(1)));
+
 export const DelegatedDeviceConfigSchema = z.strictObject({
   mac: doc(z.optional(z.mac()), "The device's MAC: how it is found whatever its name."),
   namePattern: doc(
     z.optional(z.string()),
     "Or a regular expression over the node's interface names; a match joins the inventory under the name it has then.",
+  ),
+  vendors: doc(
+    selectorList(HexIdSchema),
+    'Or selectors, as the SR-IOV network device plugin has them (each one given must match; within one, any item): PCI vendor IDs from sysfs `vendor` (`8086`).',
+  ),
+  devices: doc(selectorList(HexIdSchema), 'PCI device IDs from sysfs `device` (`154c`, a VF of an Intel X710).'),
+  drivers: doc(
+    selectorList(z.string().check(z.minLength(1))),
+    'Bound drivers, the target of sysfs `driver` (`iavf`, `mlx5_core`).',
+  ),
+  pfNames: doc(
+    selectorList(PfNameSelectorSchema),
+    "The netdev name of the device's PF (a PF's own), optionally with the VFs' indexes: `ens1f0#0-3` (a range selects VFs only).",
+  ),
+  rootDevices: doc(selectorList(PciAddressSchema), "The PCI address of the device's PF (a PF's own): `0000:3b:00.0`."),
+  linkTypes: doc(
+    selectorList(z.string().check(z.minLength(1))),
+    "The netdev's link type from sysfs `net/<name>/type` (`ether`, `infiniband`).",
   ),
   group: doc(
     NetworkNameSchema.clone(),
@@ -120,6 +153,10 @@ export const DelegatedDeviceConfigSchema = z.strictObject({
     'DelegatedNIC. BackendNIC (RDMA/InfiniBand) is recognised and refused.',
   ),
 });
+export type DelegatedDeviceConfig = z.infer<typeof DelegatedDeviceConfigSchema>;
+
+/** The selector keys of a `delegatedDevices` entry, in the order messages list them. */
+export const DEVICE_SELECTORS = ['vendors', 'devices', 'drivers', 'pfNames', 'rootDevices', 'linkTypes'] as const;
 
 /** A Kubernetes namespace name (RFC 1123 label), or `*`: every namespace. */
 const NamespaceSchema = z
@@ -303,6 +340,14 @@ export const DevicePluginConfigSchema = z.strictObject({
     z._default(z.number().check(z.int(), z.minimum(100), z.maximum(MAX_POD_LOOKUP_TIMEOUT_MS)), 2000),
     "How long an ADD may wait for the kubelet's pod-resources answer before it fails with code 11 (try again later).",
   ),
+  preferSamePf: doc(
+    z._default(z.array(NetworkNameSchema.clone()), []),
+    "Served groups whose preferred allocations (GetPreferredAllocation) also keep a pod's VFs on one PF where they can, after keeping them on one NUMA node (the SR-IOV device plugin's `allocatePolicy: packed` does it by taking VFs in PCI address order). Default: none; every served group keeps a pod's devices on one NUMA node where it can.",
+  ),
+  deviceInfoDir: doc(
+    z._default(absolutePath(), DEVICE_INFO_DIR),
+    "Where Allocate writes each allocated PCI device's device-info file (NPWG Device Information Specification 1.1.0), `<resource>-<PCI address>-device.json` with the resource's `/` as `-` (`ferry.dev-sriov-0000:3b:02.0-device.json`), which Multus copies into network-status; the file goes when the device is released (a DEL) and when ferryd stops.",
+  ),
 });
 export type DevicePluginConfig = z.infer<typeof DevicePluginConfigSchema>;
 
@@ -375,8 +420,12 @@ export const FerrydConfigSchema = z.strictObject({
           z._default(z.number().check(z.minimum(0), z.maximum(86_400)), 60),
           'An endpoint whose netns has been gone this long is released.',
         ),
+        deviceGoneGraceSec: doc(
+          z._default(z.number().check(z.minimum(0), z.maximum(30 * 86_400)), 300),
+          'A device found by `namePattern` or a selector that has been off the node this long (and is held by no pod) leaves the inventory, and the capacity the device plugin reports; back on the node, it joins again. A `mac` entry keeps its device listed (as missing) while the entry is there.',
+        ),
       }),
-      { intervalSec: 10, staleGraceSec: 60 },
+      { intervalSec: 10, staleGraceSec: 60, deviceGoneGraceSec: 300 },
     ),
     'The reconciler.',
   ),

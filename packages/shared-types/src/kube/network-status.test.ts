@@ -19,14 +19,18 @@ describe('k8s.v1.cni.cncf.io/network-status', () => {
       ips: [],
       mac: '02:00:00:00:01:01',
       default: false,
-      'device-info': { type: 'pci', version: '1.0.0', pci: { 'pci-address': '0000:18:02.5' } },
+      'device-info': {
+        type: 'pci',
+        version: '1.1.0',
+        pci: { 'pci-address': '0000:18:02.5', 'pf-pci-address': '0000:18:00.0' },
+      },
       [FERRY_ATTACHMENT_KEY]: attachment,
     };
     for (const e of [infra, delegated]) expect(FerryStatusEntrySchema.parse(e)).toEqual(e);
     expect(FerryStatusEntrySchema.safeParse({ ...infra, ips: ['10.244.7.9/32'] }).success).toBe(false);
     expect(FerryStatusEntrySchema.safeParse({ ...infra, [FERRY_ATTACHMENT_KEY]: undefined }).success).toBe(false);
     expect(
-      FerryStatusEntrySchema.safeParse({ ...delegated, 'device-info': { type: 'vdpa', version: '1.0.0' } }).success,
+      FerryStatusEntrySchema.safeParse({ ...delegated, 'device-info': { type: 'vdpa', version: '1.1.0' } }).success,
     ).toBe(false);
   });
 

@@ -7,27 +7,22 @@
  * writer's. Other entries are kept exactly as they are, whatever they hold.
  */
 import * as z from 'zod/mini';
-import { AttachmentKeySchema, MacSchema, PciAddressSchema } from '../api/common';
+import { AttachmentKeySchema, MacSchema } from '../api/common';
 import { DnsSchema } from '../cni/dns';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
 import { readJsonAs } from '../parse';
+import { PciDeviceInfoSchema } from './device-info';
 
 /** The annotation's key. */
 export const NETWORK_STATUS_ANNOTATION = 'k8s.v1.cni.cncf.io/network-status';
 /** The key of Ferry's entries: the attachment (network, containerId, ifName) the entry reports. */
 export const FERRY_ATTACHMENT_KEY = 'dev.ferry.attachment';
 
-/** `device-info` for a PCI device (the NPWG Device Information Specification, version 1.0.0). */
-export const PciDeviceInfoSchema = z.strictObject({
-  type: z.literal('pci'),
-  version: z.literal('1.0.0'),
-  pci: z.strictObject({ 'pci-address': PciAddressSchema }),
-});
-
 /**
  * One entry as Ferry writes it: the interface inside the pod, its addresses (without prefix length, as
  * Multus writes them and its readers parse them), its MAC, whether it is the cluster-wide default
- * network's interface (only one entry of the list may be), and for a PCI device its address.
+ * network's interface (only one entry of the list may be), and for a PCI device its `device-info`
+ * (kube/device-info.ts: what the device plugin's file says, which Multus would copy here).
  */
 export const FerryStatusEntrySchema = z.strictObject({
   name: NetworkNameSchema,

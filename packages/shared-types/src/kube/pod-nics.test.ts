@@ -8,6 +8,7 @@ describe('ferry.dev/nics', () => {
     const nics = [
       { group: 'frontend' },
       { mac: '02:00:00:00:00:01', ifName: 'net1' },
+      { group: 'dpdk', ifName: 'dpdk0', userspace: true },
       {
         pciAddress: '0000:18:02.5',
         ifName: 'data0',
@@ -63,6 +64,11 @@ describe('ferry.dev/nics', () => {
         { group: 'b', addresses: ['10.1.0.5/16'] },
       ],
       /^\[1\]\.addresses\[0\]: is also entry \[0\]'s$/,
+    ],
+    [
+      'addresses for a userspace device',
+      [{ group: 'dpdk', userspace: true, addresses: ['10.1.0.5/24'] }],
+      /^\[0\]\.addresses: is for a netdev: a userspace device \(userspace: true\) has none to configure$/,
     ],
     ['an address without prefix', [{ group: 'a', addresses: ['10.1.0.5'] }], /^\[0\]\.addresses\[0\]: matches none/],
     [

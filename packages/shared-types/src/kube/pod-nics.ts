@@ -2,7 +2,8 @@
  * The pod annotation `ferry.dev/nics`: how a pod asks for its delegated NICs (docs/architecture.md "Which
  * pods get which NICs"). A JSON list, one entry per NIC, each asking for a device by exactly one of
  * `group`, `mac` or `pciAddress`, with an optional in-pod name, optional static addressing (what Azure
- * SwiftV2's per-pod object carries) and, for a secondary network's attachment, that network's name. Whoever
+ * SwiftV2's per-pod object carries), for a secondary network's attachment that network's name, and
+ * `userspace` for a device with no netdev (vfio-pci). Whoever
  * may create a pod may write it, so everything is bounded and strict: unknown keys, duplicates and the
  * pod's primary interface name are refused, naming the entry and field.
  */
@@ -49,6 +50,12 @@ const PodNicFields = z.strictObject({
   addresses: z.optional(z.array(z.union([z.cidrv4(), z.cidrv6()])).check(z.minLength(1), z.maxLength(MAX_ADDRESSES))),
   gateway: z.optional(ip()),
   routes: z.optional(z.array(PodNicRouteSchema).check(z.maxLength(MAX_ROUTES))),
+  /**
+   * `true`: the pod asks for a userspace device (a VF bound to vfio-pci, for DPDK: no netdev, opened
+   * through /dev/vfio), of a group whose devices are; absent or `false`: a netdev, moved into the pod.
+   * Either ask for a device of the other kind is refused (116), naming the device and its group.
+   */
+  userspace: z.optional(z.boolean()),
 });
 
 /** One delegated NIC a pod asks for. */
@@ -59,6 +66,13 @@ export const PodNicSchema = PodNicFields.check(
       const message =
         asked.length === 0 ? 'needs one of group, mac or pciAddress' : `gives ${asked.join(' and ')}: give only one`;
       ctx.addIssue({ code: 'custom', message, input: nic });
+    }
+    if (nic.userspace) {
+      for (const k of ['addresses', 'gateway', 'routes'] as const) {
+        if (nic[k] === undefined) continue;
+        const message = 'is for a netdev: a userspace device (userspace: true) has none to configure';
+        ctx.addIssue({ code: 'custom', message, path: [k], input: nic[k] });
+      }
     }
     const families = new Set((nic.addresses ?? []).map((a) => familyOf(a)));
     if (nic.gateway !== undefined && !families.has(familyOf(nic.gateway))) {
