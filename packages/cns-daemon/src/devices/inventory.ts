@@ -13,7 +13,7 @@
  * moving them. So is an attachment committed after the links were listed: the listing predates its
  * move into the pod.
  */
-import { type Ip, IpBatch, type IpLink, SELF } from '@ferry/net';
+import { type Ip, IpBatch, type IpLink, type LinkEvent, SELF } from '@ferry/net';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -49,6 +49,8 @@ export class Inventory {
   readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
   #scanned: () => void = () => undefined;
+  /** The scan in progress (or the last one): scans run one at a time (see scan()). */
+  #scanning: Promise<unknown> = Promise.resolve();
 
   constructor(deps: InventoryDeps) {
     this.#deps = deps;
@@ -67,10 +69,26 @@ export class Inventory {
     this.#scanned = listener;
   }
 
+  /**
+   * One scan, after the one in progress: the reconcile pass and link events both ask for scans, and an
+   * older listing written after a newer one would undo what the newer one saw (a device gone, back healthy).
+   */
   async scan(): Promise<ScanResult> {
-    const result = await this.#scan();
+    const run = this.#scanning.then(() => this.#scan());
+    this.#scanning = run.catch(() => undefined);
+    const result = await run;
     this.#scanned();
     return result;
+  }
+
+  /**
+   * True when a link event may change what a scan finds: the link is (or was) a device by its MAC or its
+   * recorded name, or a name pattern takes it in.
+   */
+  concerns(link: LinkEvent): boolean {
+    if (link.mac && this.#deps.devices.get(normalMac(link.mac))) return true;
+    if (this.#deps.devices.byHostIfName(link.ifname)) return true;
+    return this.#patterns.some((p) => p.re.test(link.ifname));
   }
 
   async #scan(): Promise<ScanResult> {
