@@ -37,7 +37,9 @@ export class LinkHealth {
     const { log } = this.#deps;
     switch (e.type) {
       case 'link':
-        if (this.#concerns(e.link)) this.#rescanSoon();
+        if (!this.#concerns(e.link)) return;
+        log.debug({ ...e.link }, 'link event of a delegated device: rescanning the inventory');
+        this.#rescanSoon();
         return;
       case 'started':
         log.debug({ pid: e.pid }, 'link monitor started');
