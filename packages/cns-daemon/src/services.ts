@@ -25,6 +25,7 @@ import { servedGroupsOf } from './device-plugin/served';
 import { Inventory } from './devices/inventory';
 import { LinkHealth } from './devices/link-health';
 import { PciAddresses } from './devices/pci';
+import { Sysfs } from './devices/sysfs';
 import { NodeChecks } from './doctor/node-checks';
 import type { BlockServices, buildBlockServices } from './ipam/blocks/build';
 import { pendingPodsOf } from './ipam/blocks/demand';
@@ -232,7 +233,7 @@ function blockServicesOf(
 }
 
 function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DeviceParts {
-  const pci = new PciAddresses(config.sysfsRoot);
+  const pci = new PciAddresses(new Sysfs(config.sysfsRoot));
   const groups = config.delegatedDevices.map((d) => d.group);
   const tenancy = new Tenancy(config.tenancy, groups);
   const served = servedGroupsOf(config);

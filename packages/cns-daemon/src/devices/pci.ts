@@ -7,22 +7,22 @@
  * a device a pod holds is told so rather than that the address is empty. A PCI address is a fact of the
  * hardware, read again at every scan; nothing of it is stored.
  */
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import type { Sysfs } from './sysfs';
 
 export class PciAddresses {
-  readonly #devicesDir: string;
+  readonly #sysfs: Sysfs;
   readonly #pciByMac = new Map<string, string>();
   readonly #macByPci = new Map<string, string>();
 
-  constructor(sysfsRoot: string) {
-    this.#devicesDir = join(sysfsRoot, 'bus', 'pci', 'devices');
+  constructor(sysfs: Sysfs) {
+    this.#sysfs = sysfs;
   }
 
   /** Looks at every PCI function's netdev again; `macOf` gives the MAC of a netdev on the node by name. */
   refresh(macOf: (ifName: string) => string | undefined): void {
-    for (const pci of list(this.#devicesDir)) {
-      const mac = this.#netdevsAt(pci)
+    for (const { address: pci } of this.#sysfs.functions()) {
+      const mac = this.#sysfs
+        .netdevsAt(pci)
         .map(macOf)
         .find((m) => m !== undefined);
       if (mac) this.#remember(pci, mac);
@@ -36,31 +36,17 @@ export class PciAddresses {
 
   /** The MAC of the device at `pci`: the netdev sysfs lists there now (`macOf`), else as last seen. */
   macAt(pci: string, macOf: (ifName: string) => string | undefined): string | undefined {
-    const now = this.#netdevsAt(pci)
+    const now = this.#sysfs
+      .netdevsAt(pci)
       .map(macOf)
       .find((m) => m !== undefined);
     if (now) this.#remember(pci, now);
     return now ?? this.#macByPci.get(pci);
   }
 
-  #netdevsAt(pci: string): string[] {
-    return list(join(this.#devicesDir, pci, 'net'));
-  }
-
   #remember(pci: string, mac: string): void {
     const m = mac.toLowerCase();
     this.#pciByMac.set(m, pci);
     this.#macByPci.set(pci, m);
-  }
-}
-
-/** The entries of a directory; none when it is not there (no such device, a function with no netdev). */
-function list(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [];
-    throw err;
   }
 }

@@ -17,6 +17,7 @@ import { Tenancy } from '../attachments/tenancy';
 import { servedGroupsOf } from '../device-plugin/served';
 import { Inventory } from '../devices/inventory';
 import { PciAddresses } from '../devices/pci';
+import { Sysfs } from '../devices/sysfs';
 import { Ipam } from '../ipam/ipam';
 import { AttachmentStore } from '../store/attachments';
 import { type Db, openDatabase } from '../store/db';
@@ -55,7 +56,7 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
   const journal = new JournalDir(join(dir, 'commit-journal'));
   const log = pino({ level: 'silent' });
   const ip = new Ip(new Iproute2(() => Promise.reject(new Error('no iproute2 in these tests'))));
-  const pci = new PciAddresses(config.sysfsRoot);
+  const pci = new PciAddresses(new Sysfs(config.sysfsRoot));
   const served = servedGroupsOf(config);
   const ipam = new Ipam(new PoolStore(db), config);
   const w: World = {
