@@ -8,11 +8,14 @@
  */
 import { expect, test } from 'vitest';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
-import type { Ferryd } from '../fixtures/ferryd';
+import { type Ferryd, useFerryd } from '../fixtures/ferryd';
+import { link, links } from '../fixtures/kernel';
 import { type KubeletDevice, type StandInKubelet, useStandInKubelet } from '../fixtures/kubelet-plugins';
 import { isSubscribed, linkMonitorsIn, parentOf } from '../fixtures/link-monitors';
 import { inNetns, type TestNetns } from '../fixtures/netns';
+import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
+import { useSriovNode } from '../fixtures/sysfs';
 import { waitFor } from '../fixtures/wait';
 
 const RESOURCE = 'ferry.dev/frontend';
@@ -70,6 +73,14 @@ async function latencyMs(
   return ms;
 }
 
+/** The name of the far end (in `far`) of the veth `name` in `ns`. */
+async function peerOf(ns: TestNetns, name: string, far: TestNetns): Promise<string> {
+  const index = (await link(ns, name))?.link_index;
+  const peer = (await links(far)).find((l) => l.ifindex === index);
+  if (!peer) throw new Error(`no peer of ${name} in ${far.name}`);
+  return peer.ifname;
+}
+
 const delLink = (node: TestNetns, name: string) => inNetns(node, 'ip', 'link', 'del', name);
 const addDevice = async (node: TestNetns, wire: TestNetns, d: TestDevice, peer: string) => {
   await inNetns(
@@ -107,6 +118,68 @@ test('a device removed from the node is Unhealthy at the kubelet within a second
     [D1, 'free'],
     [D2, 'free'],
   ]);
+});
+
+test("a PF's carrier down (its VFs' netdevs stay) makes its VFs Unhealthy within a second, and carrier back Healthy; another PF's VF stays Healthy", async (t) => {
+  const kubelet = await useStandInKubelet(t);
+  const node = await useNodeNetns(t);
+  const sriov = await useSriovNode(t, node);
+  const pf = { address: '0000:3b:00.0', deviceId: '1593', driver: 'ice', netdev: 'pf0', mac: '02:fe:00:00:02:00' };
+  const otherPf = { address: '0000:5e:00.0', deviceId: '1593', driver: 'ice', netdev: 'pf1', mac: '02:fe:00:00:03:00' };
+  await sriov.addPf(pf);
+  await sriov.addPf(otherPf);
+  const vfs = [
+    { address: '0000:3b:02.0', pf: pf.address, vfIndex: 0, netdev: 'vf0', mac: '02:fe:00:00:02:01' },
+    { address: '0000:3b:02.1', pf: pf.address, vfIndex: 1, netdev: 'vf1', mac: '02:fe:00:00:02:02' },
+    { address: '0000:5e:02.0', pf: otherPf.address, vfIndex: 0, netdev: 'vf2', mac: '02:fe:00:00:03:01' },
+  ];
+  for (const vf of vfs) await sriov.addVf({ ...vf, driver: 'iavf' });
+  // A veth has carrier while both ends are up: the far end of each PF's stands in for its switch port.
+  const ports = new Map<string, string>();
+  for (const p of [pf, otherPf]) {
+    const port = await peerOf(node, p.netdev, sriov.wire);
+    await inNetns(sriov.wire, 'ip', 'link', 'set', port, 'up');
+    ports.set(p.netdev, port);
+  }
+  const ferryd = await useFerryd(t, {
+    netns: node,
+    config: {
+      sysfsRoot: sriov.sysfs.root,
+      delegatedDevices: vfs.map((vf) => ({ mac: vf.mac, group: 'frontend' })),
+      devicePlugin: { kubeletDir: kubelet.dir },
+      reconcile: { intervalSec: 60 },
+    },
+  });
+  const [v0, v1, v2] = vfs.map((vf) => vf.mac) as [string, string, string];
+  const only =
+    (...macs: string[]) =>
+    (devices: KubeletDevice[]) =>
+      devices.length === vfs.length && devices.every((d) => (d.health === 'Healthy') === macs.includes(d.ID));
+  await kubelet.waitForDevices(RESOURCE, 'every VF healthy', only(v0, v1, v2));
+  await monitorOf(node, ferryd);
+
+  // The switch port goes down: the PF loses its carrier.
+  const port = ports.get(pf.netdev) as string;
+  const down = await latencyMs(kubelet, `${pf.netdev} carrier down: its VFs Unhealthy`, only(v2), () =>
+    inNetns(sriov.wire, 'ip', 'link', 'set', port, 'down'),
+  );
+  expect(down).toBeLessThan(1000);
+  // Only the carrier went: the VFs' netdevs are on the node as they were.
+  expect((await link(node, pf.netdev))?.flags).toContain('NO-CARRIER');
+  expect((await link(node, 'vf0'))?.address).toBe(v0);
+  expect((await link(node, 'vf1'))?.address).toBe(v1);
+  const r = await ferryd.request('GET', '/v1/operator/devices');
+  const listed = (r.json as { devices: { mac: string; state: string; pfWithoutCarrier?: string }[] }).devices;
+  expect(listed.map((d) => [d.mac, d.state, d.pfWithoutCarrier])).toEqual([
+    [v0, 'free', 'pf0'],
+    [v1, 'free', 'pf0'],
+    [v2, 'free', undefined],
+  ]);
+
+  const up = await latencyMs(kubelet, `${pf.netdev} carrier back: its VFs Healthy`, only(v0, v1, v2), () =>
+    inNetns(sriov.wire, 'ip', 'link', 'set', port, 'up'),
+  );
+  expect(up).toBeLessThan(1000);
 });
 
 test('the link monitor killed is started again and still turns health within a second', async (t) => {

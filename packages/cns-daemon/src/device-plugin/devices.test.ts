@@ -29,6 +29,18 @@ test("a group's devices in ID order: on the node or in a Ferry pod is Healthy; n
   ]);
 });
 
+test('a VF whose PF has no carrier is Unhealthy, free on the node or in a pod', () => {
+  const down = (mac: string, state: Device['state']): Device => ({
+    ...device(mac, 'fe', state),
+    pfWithoutCarrier: 'pf0',
+  });
+  expect(groupDevicesOf([down(A, 'free'), down(B, 'assigned'), device(C, 'fe', 'free')], 'fe')).toEqual([
+    { id: A, healthy: false, free: true },
+    { id: B, healthy: false, free: false },
+    { id: C, healthy: true, free: true },
+  ]);
+});
+
 test('the preferred allocation: what must be included, then free devices, then those an attachment still holds', () => {
   const devices = groupDevicesOf([device(A, 'fe', 'assigned'), device(B, 'fe', 'free'), device(C, 'fe', 'free')], 'fe');
   const ask = (available: string[], must: string[], size: number) =>

@@ -2,7 +2,7 @@
  * What one served group looks like to the kubelet, from ferryd's inventory: a device per MAC (the
  * inventory's key; names change on the way into and out of pods), Healthy while it is on the node or in
  * a pod Ferry put it in, Unhealthy while it is neither (unplugged, or taken by something outside Ferry:
- * moved into another namespace). The kubelet stops allocating an Unhealthy device and takes it off the
+ * moved into another namespace) or while it is a VF whose PF has no carrier. The kubelet stops allocating an Unhealthy device and takes it off the
  * node's allocatable count; a pod already holding it keeps it.
  */
 import type { Device } from '@ferry/shared-types/api/devices';
@@ -18,7 +18,11 @@ export interface GroupDevice {
 export function groupDevicesOf(devices: readonly Device[], group: string): GroupDevice[] {
   return devices
     .filter((d) => d.group === group)
-    .map((d) => ({ id: d.mac, healthy: d.state !== 'missing', free: d.state === 'free' }))
+    .map((d) => ({
+      id: d.mac,
+      healthy: d.state !== 'missing' && d.pfWithoutCarrier === undefined,
+      free: d.state === 'free',
+    }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 

@@ -42,6 +42,12 @@ export interface ScanResult {
   renamed: number;
 }
 
+/** The devices whose PF has no carrier (MAC → the PF's netdev), and every device's PF netdev. */
+interface PfCarriers {
+  withoutCarrier: ReadonlyMap<string, string>;
+  netdevs: ReadonlySet<string>;
+}
+
 const normalMac = (mac: string) => mac.toLowerCase();
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
@@ -49,6 +55,11 @@ export class Inventory {
   readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
   #scanned: () => void = () => undefined;
+  /** As the last scan found them. */
+  #pfs: PfCarriers = {
+    withoutCarrier: new Map(),
+    netdevs: new Set(),
+  };
   /** The scan in progress (or the last one): scans run one at a time (see scan()). */
   #scanning: Promise<unknown> = Promise.resolve();
 
@@ -83,9 +94,10 @@ export class Inventory {
 
   /**
    * True when a link event may change what a scan finds: the link is (or was) a device by its MAC or its
-   * recorded name, or a name pattern takes it in.
+   * recorded name, a name pattern takes it in, or it is a device's PF (its carrier).
    */
   concerns(link: LinkEvent): boolean {
+    if (this.#pfs.netdevs.has(link.ifname)) return true;
     if (link.mac && this.#deps.devices.get(normalMac(link.mac))) return true;
     if (this.#deps.devices.byHostIfName(link.ifname)) return true;
     return this.#patterns.some((p) => p.re.test(link.ifname));
@@ -139,6 +151,7 @@ export class Inventory {
         }
       }
     })();
+    this.#pfs = this.#pfsOf(links);
     for (const r of refunds) {
       log.warn(
         { mac: r.mac, containerId: r.container_id, ifName: r.if_name, nameNow: byMac.get(r.mac)?.ifname },
@@ -152,6 +165,31 @@ export class Inventory {
       if (await this.#renameHome(row.mac, row.host_if_name, link.ifname, links)) renamed++;
     }
     return { refunded: refunds.length, renamed };
+  }
+
+  /**
+   * A VF cannot pass traffic while its PF has no carrier (the cable out, the switch port down), though its
+   * own netdev stays: the kubelet is told it is Unhealthy. A PF that is not on the node gives no verdict.
+   */
+  #pfsOf(links: readonly IpLink[]): PfCarriers {
+    const { devices, pci, log } = this.#deps;
+    const withoutCarrier = new Map<string, string>();
+    const netdevs = new Set<string>();
+    for (const { mac } of devices.all()) {
+      const pf = pci?.pfNetdevOf(mac);
+      if (!pf) continue;
+      netdevs.add(pf);
+      const link = links.find((l) => l.ifname === pf);
+      if (link && !link.flags?.includes('LOWER_UP')) withoutCarrier.set(mac, pf);
+    }
+    for (const [mac, pf] of withoutCarrier) {
+      if (!this.#pfs.withoutCarrier.has(mac))
+        log.warn({ mac, pf }, 'delegated device unhealthy: its PF has no carrier');
+    }
+    for (const [mac, pf] of this.#pfs.withoutCarrier) {
+      if (!withoutCarrier.has(mac)) log.info({ mac, pf }, 'delegated device healthy again: its PF has carrier');
+    }
+    return { withoutCarrier, netdevs };
   }
 
   /**
@@ -189,6 +227,7 @@ export class Inventory {
     return this.#deps.devices.all().map((r): Device => {
       const reservation = reservationOf(r);
       const pciAddress = this.#deps.pci?.pciOf(r.mac);
+      const pfWithoutCarrier = this.#pfs.withoutCarrier.get(r.mac);
       return {
         mac: r.mac,
         group: r.grp,
@@ -206,6 +245,7 @@ export class Inventory {
             }
           : {}),
         ...(reservation ? { reservation } : {}),
+        ...(pfWithoutCarrier ? { pfWithoutCarrier } : {}),
         ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
       };
     });

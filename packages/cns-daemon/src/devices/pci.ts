@@ -13,6 +13,8 @@ export class PciAddresses {
   readonly #sysfs: Sysfs;
   readonly #pciByMac = new Map<string, string>();
   readonly #macByPci = new Map<string, string>();
+  /** A VF's PF netdev, by the VF's PCI address (as the last refresh saw it). */
+  readonly #pfNetdevByPci = new Map<string, string>();
 
   constructor(sysfs: Sysfs) {
     this.#sysfs = sysfs;
@@ -20,7 +22,9 @@ export class PciAddresses {
 
   /** Looks at every PCI function's netdev again; `macOf` gives the MAC of a netdev on the node by name. */
   refresh(macOf: (ifName: string) => string | undefined): void {
-    for (const { address: pci } of this.#sysfs.functions()) {
+    this.#pfNetdevByPci.clear();
+    for (const { address: pci, pf } of this.#sysfs.functions()) {
+      if (pf?.netdev) this.#pfNetdevByPci.set(pci, pf.netdev);
       const mac = this.#sysfs
         .netdevsAt(pci)
         .map(macOf)
@@ -32,6 +36,12 @@ export class PciAddresses {
   /** The PCI address of the device with this MAC, as last seen. */
   pciOf(mac: string): string | undefined {
     return this.#pciByMac.get(mac.toLowerCase());
+  }
+
+  /** The netdev of the PF of the device with this MAC, when it is a VF whose PF has one (last refresh). */
+  pfNetdevOf(mac: string): string | undefined {
+    const pci = this.pciOf(mac);
+    return pci === undefined ? undefined : this.#pfNetdevByPci.get(pci);
   }
 
   /** The MAC of the device at `pci`: the netdev sysfs lists there now (`macOf`), else as last seen. */
