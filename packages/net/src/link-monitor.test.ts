@@ -10,12 +10,20 @@ const CHANGED =
 const DELETED =
   'Deleted 2: x1@NONE: <BROADCAST,MULTICAST> mtu 1500 qdisc noop state DOWN group default \\    link/ether 02:aa:00:00:00:01 brd ff:ff:ff:ff:ff:ff';
 
-test('a monitor line is a typed event: kind, index, the name without its peer, the MAC in lower case', () => {
-  expect(parseLinkEvent(CHANGED)).toEqual({ kind: 'changed', ifindex: 2, ifname: 'x1', mac: '02:aa:00:00:00:01' });
-  expect(parseLinkEvent(DELETED)).toEqual({ kind: 'deleted', ifindex: 2, ifname: 'x1', mac: '02:aa:00:00:00:01' });
+test('a monitor line is a typed event: kind, index, the name without its peer, the MAC in lower case, carrier', () => {
+  const x1 = { ifindex: 2, ifname: 'x1', mac: '02:aa:00:00:00:01', hasCarrier: false };
+  expect(parseLinkEvent(CHANGED)).toEqual({ kind: 'changed', ...x1 });
+  expect(parseLinkEvent(DELETED)).toEqual({ kind: 'deleted', ...x1 });
+  expect(
+    parseLinkEvent(CHANGED.replace('NO-CARRIER,BROADCAST,MULTICAST,UP', 'BROADCAST,MULTICAST,UP,LOWER_UP')),
+  ).toEqual({
+    kind: 'changed',
+    ...x1,
+    hasCarrier: true,
+  });
   expect(
     parseLinkEvent('5: wg0: <POINTOPOINT,NOARP,UP,LOWER_UP> mtu 1420 qdisc noqueue state UNKNOWN \\    link/none'),
-  ).toEqual({ kind: 'changed', ifindex: 5, ifname: 'wg0' });
+  ).toEqual({ kind: 'changed', ifindex: 5, ifname: 'wg0', hasCarrier: true });
   expect(parseLinkEvent('')).toBeUndefined();
   expect(parseLinkEvent('nsid 3 (iproute2 netns name: p1)')).toBeUndefined();
 });

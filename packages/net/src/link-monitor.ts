@@ -15,6 +15,8 @@ export interface LinkEvent {
   ifname: string;
   /** Lower case; absent for a link without a link-layer address. */
   mac?: string;
+  /** LOWER_UP among its flags: it is up and has carrier (a NIC's cable, a veth's far end up). */
+  hasCarrier: boolean;
 }
 
 /** What a monitor reports: a link event, its process started (events before it were missed), or exited. */
@@ -24,7 +26,7 @@ export type LinkMonitorEvent =
   | { type: 'exited'; exit: ChildExit; restartInMs: number };
 
 // `[Deleted ]7: eth1@if2: <BROADCAST,...> mtu 1500 ... \    link/ether 02:fe:00:00:00:01 brd ...`
-const LINE = /^(Deleted )?(\d+): ([^:\s]+): <[^>]*>/;
+const LINE = /^(Deleted )?(\d+): ([^:\s]+): <([^>]*)>/;
 const LLADDR = /\slink\/\S+ ((?:[0-9a-f]{2}:)+[0-9a-f]{2})(?:\s|$)/i;
 
 /** One line of `ip -o monitor link`; undefined for a line that is no link event. */
@@ -34,7 +36,8 @@ export function parseLinkEvent(line: string): LinkEvent | undefined {
   // A veth's or VLAN's name is printed with its peer or parent (`eth1@if2`); an ifname has no '@'.
   const ifname = m[3].replace(/@[^@]*$/, '');
   const mac = LLADDR.exec(line)?.[1]?.toLowerCase();
-  return { kind: m[1] ? 'deleted' : 'changed', ifindex: Number(m[2]), ifname, ...(mac ? { mac } : {}) };
+  const hasCarrier = (m[4] ?? '').split(',').includes('LOWER_UP');
+  return { kind: m[1] ? 'deleted' : 'changed', ifindex: Number(m[2]), ifname, ...(mac ? { mac } : {}), hasCarrier };
 }
 
 export interface LinkMonitorOptions {

@@ -42,24 +42,17 @@ export interface ScanResult {
   renamed: number;
 }
 
-/** The devices whose PF has no carrier (MAC → the PF's netdev), and every device's PF netdev. */
-interface PfCarriers {
-  withoutCarrier: ReadonlyMap<string, string>;
-  netdevs: ReadonlySet<string>;
-}
-
 const normalMac = (mac: string) => mac.toLowerCase();
 const ETHER_MAC = /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/i;
 
 export class Inventory {
   readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
-  #scanned: () => void = () => undefined;
-  /** As the last scan found them. */
-  #pfs: PfCarriers = {
-    withoutCarrier: new Map(),
-    netdevs: new Set(),
-  };
+  #updated: () => void = () => undefined;
+  /** The devices whose PF has no carrier: MAC → the PF's netdev. */
+  #withoutCarrier: ReadonlyMap<string, string> = new Map();
+  /** Each PF netdev's devices (MACs), as the last scan found them. */
+  #devicesOfPf: ReadonlyMap<string, readonly string[]> = new Map();
   /** The scan in progress (or the last one): scans run one at a time (see scan()). */
   #scanning: Promise<unknown> = Promise.resolve();
 
@@ -75,9 +68,12 @@ export class Inventory {
     return this.#deps.config.length > 0 || this.#deps.devices.all().length > 0;
   }
 
-  /** `listener` is called after every scan (the device plugin sends what changed to the kubelet). */
-  onScanned(listener: () => void): void {
-    this.#scanned = listener;
+  /**
+   * `listener` is called after every scan and every link event applied (the device plugin sends what
+   * changed to the kubelet).
+   */
+  onUpdated(listener: () => void): void {
+    this.#updated = listener;
   }
 
   /**
@@ -88,8 +84,33 @@ export class Inventory {
     const run = this.#scanning.then(() => this.#scan());
     this.#scanning = run.catch(() => undefined);
     const result = await run;
-    this.#scanned();
+    this.#updated();
     return result;
+  }
+
+  /**
+   * Applies what a link event says at once, without listing the links (a scan spawns `ip`, which takes
+   * hundreds of ms on a loaded node): a device's link on the node or gone from it, a PF's carrier. The
+   * scan that follows the event (LinkHealth asks for one) settles the rest and corrects this if it was
+   * stale. The rule for presence is the scan's: a device a pod holds is accounted for.
+   */
+  applyLinkEvent(link: LinkEvent): void {
+    const { devices, now } = this.#deps;
+    const vfs = this.#devicesOfPf.get(link.ifname) ?? [];
+    if (vfs.length > 0) {
+      const next = new Map(this.#withoutCarrier);
+      for (const mac of vfs) {
+        if (link.kind === 'changed' && !link.hasCarrier) next.set(mac, link.ifname);
+        else next.delete(mac);
+      }
+      this.#setWithoutCarrier(next);
+    }
+    const row = link.mac ? devices.get(normalMac(link.mac)) : undefined;
+    if (row) {
+      const isOnNode = link.kind === 'changed';
+      devices.setPresence(row.mac, isOnNode || row.interface_id !== null, isOnNode ? now() : undefined);
+    }
+    if (vfs.length > 0 || row) this.#updated();
   }
 
   /**
@@ -97,7 +118,7 @@ export class Inventory {
    * recorded name, a name pattern takes it in, or it is a device's PF (its carrier).
    */
   concerns(link: LinkEvent): boolean {
-    if (this.#pfs.netdevs.has(link.ifname)) return true;
+    if (this.#devicesOfPf.has(link.ifname)) return true;
     if (link.mac && this.#deps.devices.get(normalMac(link.mac))) return true;
     if (this.#deps.devices.byHostIfName(link.ifname)) return true;
     return this.#patterns.some((p) => p.re.test(link.ifname));
@@ -151,7 +172,7 @@ export class Inventory {
         }
       }
     })();
-    this.#pfs = this.#pfsOf(links);
+    this.#readPfs(links);
     for (const r of refunds) {
       log.warn(
         { mac: r.mac, containerId: r.container_id, ifName: r.if_name, nameNow: byMac.get(r.mac)?.ifname },
@@ -171,25 +192,30 @@ export class Inventory {
    * A VF cannot pass traffic while its PF has no carrier (the cable out, the switch port down), though its
    * own netdev stays: the kubelet is told it is Unhealthy. A PF that is not on the node gives no verdict.
    */
-  #pfsOf(links: readonly IpLink[]): PfCarriers {
-    const { devices, pci, log } = this.#deps;
+  #readPfs(links: readonly IpLink[]): void {
+    const { devices, pci } = this.#deps;
     const withoutCarrier = new Map<string, string>();
-    const netdevs = new Set<string>();
+    const devicesOfPf = new Map<string, string[]>();
     for (const { mac } of devices.all()) {
       const pf = pci?.pfNetdevOf(mac);
       if (!pf) continue;
-      netdevs.add(pf);
+      devicesOfPf.set(pf, [...(devicesOfPf.get(pf) ?? []), mac]);
       const link = links.find((l) => l.ifname === pf);
       if (link && !link.flags?.includes('LOWER_UP')) withoutCarrier.set(mac, pf);
     }
-    for (const [mac, pf] of withoutCarrier) {
-      if (!this.#pfs.withoutCarrier.has(mac))
-        log.warn({ mac, pf }, 'delegated device unhealthy: its PF has no carrier');
+    this.#devicesOfPf = devicesOfPf;
+    this.#setWithoutCarrier(withoutCarrier);
+  }
+
+  #setWithoutCarrier(next: ReadonlyMap<string, string>): void {
+    const { log } = this.#deps;
+    for (const [mac, pf] of next) {
+      if (!this.#withoutCarrier.has(mac)) log.warn({ mac, pf }, 'delegated device unhealthy: its PF has no carrier');
     }
-    for (const [mac, pf] of this.#pfs.withoutCarrier) {
-      if (!withoutCarrier.has(mac)) log.info({ mac, pf }, 'delegated device healthy again: its PF has carrier');
+    for (const [mac, pf] of this.#withoutCarrier) {
+      if (!next.has(mac)) log.info({ mac, pf }, 'delegated device healthy again: its PF has carrier');
     }
-    return { withoutCarrier, netdevs };
+    this.#withoutCarrier = next;
   }
 
   /**
@@ -227,7 +253,7 @@ export class Inventory {
     return this.#deps.devices.all().map((r): Device => {
       const reservation = reservationOf(r);
       const pciAddress = this.#deps.pci?.pciOf(r.mac);
-      const pfWithoutCarrier = this.#pfs.withoutCarrier.get(r.mac);
+      const pfWithoutCarrier = this.#withoutCarrier.get(r.mac);
       return {
         mac: r.mac,
         group: r.grp,

@@ -1,7 +1,9 @@
 /**
  * Delegated devices' health at the speed of the kernel's link events, the inventory's periodic scan
- * (reconcile.intervalSec) staying the backstop: a link event that concerns a device (gone, back, renamed)
- * rescans the inventory at once, and the scan's listener sends the device plugin's lists to the kubelet.
+ * (reconcile.intervalSec) staying the backstop: a link event that concerns a device (gone, back, its PF's
+ * carrier) is applied to the inventory at once, whose listener sends the device plugin's lists to the
+ * kubelet, and a rescan follows to settle the rest (a device back home to rename, a new one a name
+ * pattern takes in) and to correct the event's view if a scan in flight wrote an older one.
  * The rescans coalesce: a burst of events (a PF's VFs going at once) is one scan plus at most one more.
  * A monitor that (re)starts has missed what happened while it was down, so each start rescans too.
  */
@@ -37,9 +39,7 @@ export class LinkHealth {
     const { log } = this.#deps;
     switch (e.type) {
       case 'link':
-        if (!this.#concerns(e.link)) return;
-        log.debug({ ...e.link }, 'link event of a delegated device: rescanning the inventory');
-        this.#rescanSoon();
+        if (this.#apply(e.link)) this.#rescanSoon();
         return;
       case 'started':
         log.debug({ pid: e.pid }, 'link monitor started');
@@ -65,14 +65,21 @@ export class LinkHealth {
     await this.#rescan.idle();
   }
 
-  /** A read of the store that fails rescans rather than throwing into the monitor's output stream. */
-  #concerns(link: LinkEvent): boolean {
+  /**
+   * Applies an event that concerns a device and says whether it did; a store that fails is left to the
+   * rescan (never thrown into the monitor's output stream).
+   */
+  #apply(link: LinkEvent): boolean {
+    const { inventory, log, storage } = this.#deps;
     try {
-      return this.#deps.inventory.concerns(link);
+      if (!inventory.concerns(link)) return false;
+      log.debug({ ...link }, 'link event of a delegated device: applied, rescanning the inventory');
+      inventory.applyLinkEvent(link);
     } catch (err) {
-      this.#deps.log.error({ err, ifname: link.ifname }, 'link event: cannot read the inventory; rescanning');
-      return true;
+      if (!storage.errorOf(err, 'device health'))
+        log.error({ err, ...link }, 'link event: cannot apply it; rescanning');
     }
+    return true;
   }
 
   #rescanSoon(): void {
