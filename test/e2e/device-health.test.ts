@@ -56,7 +56,10 @@ async function monitorOf(node: TestNetns, ferryd: Ferryd, other?: number): Promi
   return pid as number;
 }
 
-/** Runs `change` and resolves with how long after its start the first list `cond` accepts reached the kubelet. */
+/**
+ * Runs `change` and resolves with how long after its start the first list `cond` accepts reached the
+ * kubelet: an upper bound, with the test's own `ip` process in it (its exit is also printed).
+ */
 async function latencyMs(
   kubelet: StandInKubelet,
   what: string,
@@ -65,12 +68,16 @@ async function latencyMs(
 ): Promise<number> {
   const startMs = performance.now();
   await change();
+  const changedMs = performance.now();
   await kubelet.waitForDevices(RESOURCE, what, cond, WAIT_MS);
   const plugin = kubelet.plugin(RESOURCE);
   const i = plugin?.lists.findIndex((l, n) => (plugin.receivedAtMs[n] ?? 0) >= startMs && cond(l)) ?? -1;
-  const ms = (plugin?.receivedAtMs[i] ?? Number.NaN) - startMs;
-  console.log(`device health: ${what} reached the kubelet ${ms.toFixed(1)} ms after the change began`);
-  return ms;
+  const atMs = plugin?.receivedAtMs[i] ?? Number.NaN;
+  console.log(
+    `device health: ${what} reached the kubelet ${(atMs - startMs).toFixed(1)} ms after the change began ` +
+      `(${(atMs - changedMs).toFixed(1)} ms after its command exited)`,
+  );
+  return atMs - startMs;
 }
 
 /** The name of the far end (in `far`) of the veth `name` in `ns`. */
