@@ -102,6 +102,7 @@ const addressRow = {
   available_at_ms: null,
 };
 const deviceRow = {
+  id: '0000:3b:02.1',
   mac: '02:00:00:00:00:01',
   grp: 'frontend',
   host_if_name: 'ens5',

@@ -157,7 +157,8 @@ test("a PF's carrier down (its VFs' netdevs stay) makes its VFs Unhealthy within
       reconcile: { intervalSec: 60 },
     },
   });
-  const [v0, v1, v2] = vfs.map((vf) => vf.mac) as [string, string, string];
+  // A VF's device ID is its PCI address.
+  const [v0, v1, v2] = vfs.map((vf) => vf.address) as [string, string, string];
   const only =
     (...macs: string[]) =>
     (devices: KubeletDevice[]) =>
@@ -173,11 +174,11 @@ test("a PF's carrier down (its VFs' netdevs stay) makes its VFs Unhealthy within
   expect(down).toBeLessThan(1000);
   // Only the carrier went: the VFs' netdevs are on the node as they were.
   expect((await link(node, pf.netdev))?.flags).toContain('NO-CARRIER');
-  expect((await link(node, 'vf0'))?.address).toBe(v0);
-  expect((await link(node, 'vf1'))?.address).toBe(v1);
+  expect((await link(node, 'vf0'))?.address).toBe(vfs[0]?.mac);
+  expect((await link(node, 'vf1'))?.address).toBe(vfs[1]?.mac);
   const r = await ferryd.request('GET', '/v1/operator/devices');
-  const listed = (r.json as { devices: { mac: string; state: string; pfWithoutCarrier?: string }[] }).devices;
-  expect(listed.map((d) => [d.mac, d.state, d.pfWithoutCarrier])).toEqual([
+  const listed = (r.json as { devices: { id: string; state: string; pfWithoutCarrier?: string }[] }).devices;
+  expect(listed.map((d) => [d.id, d.state, d.pfWithoutCarrier])).toEqual([
     [v0, 'free', 'pf0'],
     [v1, 'free', 'pf0'],
     [v2, 'free', undefined],

@@ -162,14 +162,15 @@ export class Operator {
         );
       }
     }
-    const device = this.#deps.inventory.list().find((d) => d.mac === mac.toLowerCase());
+    const id = this.#deps.inventory.idOf(mac);
+    const device = this.#deps.inventory.list().find((d) => d.id === id);
     if (device && this.#deps.tenancy && !this.#deps.tenancy.mayGive(device.group, req.namespace)) {
       throw new CniError(
         Code.InvalidConfig,
-        `reserve device ${device.mac} for ${req.namespace}/${req.pod}: its group "${device.group}" is bound to other namespaces (tenancy.deviceGroups)`,
+        `reserve device ${device.id} for ${req.namespace}/${req.pod}: its group "${device.group}" is bound to other namespaces (tenancy.deviceGroups)`,
       );
     }
-    return this.#deps.inventory.reserve(mac, req);
+    return this.#deps.inventory.reserve(id, req);
   }
 
   unreserveDevice(mac: string): Device {

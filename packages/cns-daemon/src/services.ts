@@ -245,6 +245,7 @@ function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DevicePar
     config: config.delegatedDevices,
     log,
     now,
+    goneGraceSec: config.reconcile.deviceGoneGraceSec,
     pci,
     served,
   });

@@ -45,8 +45,8 @@ commands:
   ipam [pools]                       pools: size, assigned, cooling down, free, cooldown
   ipam addresses [--network NET] [--state Assigned|PendingRelease]
   devices [list]                     delegated-NIC inventory: state, holder, reservation
-  devices reserve <mac> --namespace NS --pod POD [--ifname NAME]
-  devices unreserve <mac>
+  devices reserve <device> --namespace NS --pod POD [--ifname NAME]  (device: a PCI address or MAC)
+  devices unreserve <device>
   queue [list]                       delete queue: pending entries, and set-aside ones with reasons
   queue retry <file>                 put a set-aside entry back (it is validated again)
   gc [--network NET] [--keep ID,...] [--apply]

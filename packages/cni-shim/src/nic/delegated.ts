@@ -62,8 +62,13 @@ export async function buildDelegatedNic(
   return configureInPod(plan, arrivedAs, target.netns, deps);
 }
 
+/**
+ * The device under its host name with its MAC, else by its MAC alone (a device away from its name: a
+ * refund the scan has not renamed home yet). The name comes first because VFs may share a MAC.
+ */
 function findOnNode(plan: DelegatedNicPlan, target: DelegatedTarget): IpLink {
-  const dev = target.nodeLinks.find((l) => sameMac(l.address, plan.mac));
+  const withMac = target.nodeLinks.filter((l) => sameMac(l.address, plan.mac));
+  const dev = withMac.find((l) => l.ifname === plan.hostIfName) ?? withMac[0];
   if (dev) return dev;
   throw new CniError(
     Code.DeviceUnavailable,

@@ -21,7 +21,7 @@ const shownInfra = {
   shown: { mac: '0a:58:0a:f4:01:05', ifIndex: 2 },
   addresses: [{ poolId: 1, address: '10.244.1.5' }],
 };
-const device = { mac: MAC, group: 'frontend', hostIfName: 'ens5', learnedHostIfName: true };
+const device = { id: MAC, mac: MAC, group: 'frontend', hostIfName: 'ens5', learnedHostIfName: true };
 const net1: AdoptedInterface = { ifName: 'net1', nicType: 'DelegatedNIC', routesJson: '[]', device, addresses: [] };
 const planned = (over: Partial<AdoptedAttachment> = {}): AdoptedAttachment => ({
   ...{ network: 'ferry', containerId: 'a', ifName: 'eth0', netns: '/var/run/netns/a', generation: 7 },
@@ -40,7 +40,7 @@ function useWorld(t: Parameters<typeof useAttachments>[0]): World {
     networks: [{ name: 'ferry', ipv4: { subnet: '10.244.1.0/24' } }],
     delegatedDevices: [{ mac: MAC, group: 'frontend' }],
   });
-  w.devices.upsert(MAC, 'frontend', undefined);
+  w.devices.upsert(MAC, MAC, 'frontend', undefined);
   return w;
 }
 

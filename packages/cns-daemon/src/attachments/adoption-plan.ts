@@ -49,6 +49,9 @@ export interface AdoptedInterface {
 }
 
 export interface AdoptedDevice {
+  /** Its identity (the devices row's key). */
+  id: string;
+  /** The MAC it has in the pod. */
   mac: string;
   group: string;
   hostIfName: string;
@@ -90,7 +93,7 @@ export function writeAdoption(plan: AdoptionPlan, w: AdoptionWrites): AdoptionWr
     const row = adopted.insert(a, nowMs);
     for (const [position, i] of a.interfaces.entries()) {
       const d = i.device;
-      if (d?.learnedHostIfName) devices.upsert(d.mac, d.group, d.hostIfName);
+      if (d?.learnedHostIfName) devices.upsert(d.id, d.mac, d.group, d.hostIfName);
       const interfaceId = attachmentStore.insertInterface({
         attachmentId: row.generation,
         position,
@@ -103,7 +106,7 @@ export function writeAdoption(plan: AdoptionPlan, w: AdoptionWrites): AdoptionWr
         ...(d ? { hostIfName: d.hostIfName, deviceMac: d.mac } : {}),
       });
       if (i.shown) attachmentStore.commitInterface(row.generation, i.ifName, i.shown.mac, i.shown.ifIndex);
-      if (d) devices.assign(d.mac, interfaceId);
+      if (d) devices.assign(d.id, interfaceId);
       for (const address of i.addresses) ipam.claim(address.poolId, address.address, interfaceId, nowMs);
     }
     return { generation: row.generation, ...(held ? { replacedGeneration: held.generation } : {}) };

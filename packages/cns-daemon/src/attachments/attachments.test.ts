@@ -531,8 +531,8 @@ test("a reservation's own ifName is honoured even when another reservation's dev
 
 test('a device never seen on the node (no host name) is 106', (t) => {
   const w = useAttachments(t);
-  w.devices.upsert('02:00:00:00:00:01', 'frontend', undefined);
-  w.devices.setPresence('02:00:00:00:00:01', true, w.clock.now);
+  w.devices.upsert('02:00:00:00:00:01', '02:00:00:00:00:01', 'frontend', undefined);
+  w.devices.setPresence('02:00:00:00:00:01', true, { atMs: w.clock.now, mac: '02:00:00:00:00:01' });
   const refused = failure(() =>
     w.attachments.allocate(request('c1', { delegatedNICs: { group: 'frontend', count: 1 } })),
   );

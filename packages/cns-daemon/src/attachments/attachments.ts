@@ -16,6 +16,7 @@ import { hostVethMarkerOf } from '@ferry/shared-types/link-marker';
 import { endpointIdOf } from '@ferry/shared-types/nic';
 import type { Logger } from 'pino';
 import type { KubeletAllocation } from '../device-plugin/served';
+import { isPciId } from '../devices/identity';
 import type { PciAddresses } from '../devices/pci';
 import type { Ipam } from '../ipam/ipam';
 import { storageFaultOf } from '../storage/fault';
@@ -368,12 +369,12 @@ export class Attachments {
       if (taken.has(ifName)) {
         throw new CniError(
           Code.AttachmentConflict,
-          `device ${w.row.mac}: interface name "${ifName}" is already used in ${req.containerId}`,
+          `device ${w.row.id}: interface name "${ifName}" is already used in ${req.containerId}`,
         );
       }
       taken.add(ifName);
-      if (!w.row.host_if_name)
-        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} has never been seen on the node`);
+      if (!w.row.host_if_name || !w.row.mac)
+        throw new CniError(Code.DeviceUnavailable, `device ${w.row.id} has never been seen on the node`);
       const interfaceId = attachmentStore.insertInterface({
         attachmentId,
         position: position + k,
@@ -386,8 +387,8 @@ export class Attachments {
         deviceMac: w.row.mac,
         ...(w.statics.length ? { staticAddressesJson: JSON.stringify(w.statics) } : {}),
       });
-      if (!devices.assign(w.row.mac, interfaceId)) {
-        throw new CniError(Code.DeviceUnavailable, `device ${w.row.mac} was taken by another pod meanwhile`);
+      if (!devices.assign(w.row.id, interfaceId)) {
+        throw new CniError(Code.DeviceUnavailable, `device ${w.row.id} was taken by another pod meanwhile`);
       }
       if (w.pooled) ipam.assign(req.network, interfaceId, this.#deps.now());
     }
@@ -486,7 +487,8 @@ export class Attachments {
       if (!i.device_mac || !i.host_if_name) {
         throw new CniError(Code.Internal, `delegated interface ${a.container_id}/${i.if_name} has no device recorded`);
       }
-      const pciAddress = this.#deps.pci?.pciOf(i.device_mac);
+      const held = this.#deps.devices.ofInterface(i.id);
+      const pciAddress = held && isPciId(held.id) ? held.id : this.#deps.pci?.pciOf(i.device_mac);
       return {
         nicType: 'DelegatedNIC',
         ifName: i.if_name,

@@ -20,13 +20,24 @@ export class DeviceLookup {
     this.#pci = pci;
   }
 
+  /** The device with this MAC, or last seen with it; none when none or two (VFs sharing a MAC) are. */
   byMac(mac: string): DeviceRow | undefined {
-    return this.devices.get(normalMac(mac));
+    const m = normalMac(mac);
+    const rows = this.devices.byMac(m);
+    return rows.length === 1 ? rows[0] : rows.length === 0 ? this.devices.get(m) : undefined;
   }
 
+  /** The device with this identity (the device plugin's device ID). */
+  byId(id: string): DeviceRow | undefined {
+    return this.devices.get(id);
+  }
+
+  /** The device at this PCI address: keyed by it, else (a row still keyed by MAC) the netdev sysfs shows there. */
   byPci(pci: string): DeviceRow | undefined {
-    const mac = this.#pci?.macAt(pci, (name) => this.devices.byHostIfName(name)?.mac);
-    return mac ? this.devices.get(mac) : undefined;
+    const keyed = this.devices.get(pci);
+    if (keyed) return keyed;
+    const mac = this.#pci?.macAt(pci, (name) => this.devices.byHostIfName(name)?.mac ?? undefined);
+    return mac ? this.byMac(mac) : undefined;
   }
 }
 

@@ -49,21 +49,21 @@ export class FreeDevices {
     others: readonly InterfaceRow[],
   ): WantedDevice[] {
     const out: WantedDevice[] = [];
-    const reserved = new Set(already.map((w) => w.row.mac));
+    const reserved = new Set(already.map((w) => w.row.id));
     const taken = new Set(reserved);
     const named = mine.filter((a) => a.row);
     for (const a of named) {
       const row = a.row as DeviceRow;
       const field = a.nic.mac ? 'mac' : 'pciAddress';
-      const device = `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${a.index}].${field}: device ${row.mac}`;
-      if (taken.has(row.mac)) {
-        const twice = reserved.has(row.mac)
+      const device = `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${a.index}].${field}: device ${row.id}`;
+      if (taken.has(row.id)) {
+        const twice = reserved.has(row.id)
           ? 'is also given to the pod by an operator reservation'
           : 'is asked for twice';
         throw new PodNicRefusal('unavailable', `${device} ${twice}`);
       }
       checkFree(row, who, device, others);
-      taken.add(row.mac);
+      taken.add(row.id);
       out.push(wantedOf(row, a.nic, a.nic.ifName));
     }
     const byGroup = new Map<string, Asked[]>();
@@ -72,7 +72,7 @@ export class FreeDevices {
       byGroup.set(a.nic.group, [...(byGroup.get(a.nic.group) ?? []), a]);
     }
     for (const [group, entries] of byGroup) {
-      const free = this.#deps.devices.freeOfGroup(group, entries.length + taken.size).filter((r) => !taken.has(r.mac));
+      const free = this.#deps.devices.freeOfGroup(group, entries.length + taken.size).filter((r) => !taken.has(r.id));
       if (free.length < entries.length) {
         throw new PodNicRefusal(
           'unavailable',
@@ -81,7 +81,7 @@ export class FreeDevices {
       }
       for (const [k, a] of entries.entries()) {
         const row = free[k] as DeviceRow;
-        taken.add(row.mac);
+        taken.add(row.id);
         out.push(wantedOf(row, a.nic, a.nic.ifName));
       }
     }
@@ -116,7 +116,7 @@ export class FreeDevices {
     for (const row of this.#deps.devices.reservedFor(namespace, name)) {
       // A served group's device is the kubelet's to give (Inventory.reserve refuses such reservations).
       if (this.#deps.served.has(row.grp) || (row.interface_id !== null && own.has(row.interface_id))) continue;
-      checkFree(row, who, `device ${row.mac} reserved for ${namespace}/${name}`, others);
+      checkFree(row, who, `device ${row.id} reserved for ${namespace}/${name}`, others);
       const reservation = reservationOf(row);
       out.push({
         row,

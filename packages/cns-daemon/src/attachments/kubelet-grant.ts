@@ -55,21 +55,21 @@ export class KubeletGrants {
     for (const a of served) {
       if (!a.row) continue;
       const resource = resourceOf(a.row.grp);
-      if (!rows.has(a.row.mac)) {
+      if (!rows.has(a.row.id)) {
         throw new PodNicRefusal(
           'not-allowed',
-          `${entryOf(who, a)}: device ${a.row.mac} is of ${resource}, which the kubelet allocates, and the kubelet did not allocate it to this pod`,
+          `${entryOf(who, a)}: device ${a.row.id} is of ${resource}, which the kubelet allocates, and the kubelet did not allocate it to this pod`,
         );
       }
-      if (claimed.has(a.row.mac))
-        throw new PodNicRefusal('unavailable', `${entryOf(who, a)}: device ${a.row.mac} is asked for twice`);
-      claimed.add(a.row.mac);
+      if (claimed.has(a.row.id))
+        throw new PodNicRefusal('unavailable', `${entryOf(who, a)}: device ${a.row.id} is asked for twice`);
+      claimed.add(a.row.id);
       byEntry.set(a.index, a.row);
     }
     for (const a of served) {
       if (a.row) continue;
       const group = a.nic.group as string;
-      const row = [...rows.values()].find((r) => r.grp === group && !claimed.has(r.mac));
+      const row = [...rows.values()].find((r) => r.grp === group && !claimed.has(r.id));
       if (!row) {
         const n = [...rows.values()].filter((r) => r.grp === group).length;
         throw new PodNicRefusal(
@@ -77,12 +77,12 @@ export class KubeletGrants {
           `${entryOf(who, a)}: group "${group}" is the resource ${resourceOf(group)}, which the kubelet allocates: it allocated this pod ${n}, fewer than the annotation asks for (ask with resources.limits: {${resourceOf(group)}: N})`,
         );
       }
-      claimed.add(row.mac);
+      claimed.add(row.id);
       byEntry.set(a.index, row);
     }
     return {
       byEntry,
-      rest: [...rows.values()].filter((r) => !claimed.has(r.mac)),
+      rest: [...rows.values()].filter((r) => !claimed.has(r.id)),
       all: allocated ? new Set(rows.keys()) : undefined,
     };
   }
@@ -106,13 +106,13 @@ export class KubeletGrants {
     return row;
   }
 
-  /** The allocation's devices of served groups, by MAC, each checked: in the inventory, of a group the namespace may have. */
+  /** The allocation's devices of served groups, by identity, each checked: in the inventory, of a group the namespace may have. */
   #allocatedRows(who: Asker, allocated: KubeletAllocation | undefined): Map<string, DeviceRow> {
     const rows = new Map<string, DeviceRow>();
     for (const [group, ids] of allocated ?? []) {
       if (!this.#deps.served.has(group)) continue;
       for (const id of [...ids].sort()) {
-        const row = this.#deps.lookup.byMac(id);
+        const row = this.#deps.lookup.byId(id);
         if (!row || row.grp !== group) {
           throw new PodNicRefusal(
             'unknown',
@@ -125,7 +125,7 @@ export class KubeletGrants {
             `${who.pod}: the kubelet allocated it ${resourceOf(group)}, but the group is bound to other namespaces`,
           );
         }
-        rows.set(row.mac, row);
+        rows.set(row.id, row);
       }
     }
     return rows;

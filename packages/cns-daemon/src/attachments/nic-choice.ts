@@ -98,7 +98,7 @@ export class NicChoice {
       wanted.push(...this.#free.fromAnnotation(who, own, wanted, others));
       for (const a of kubelets) {
         const row = grant.byEntry.get(a.index) as DeviceRow;
-        checkFree(row, who, `${entryOf(who, a)}: device ${row.mac}`, others);
+        checkFree(row, who, `${entryOf(who, a)}: device ${row.id}`, others);
         wanted.push(wantedOf(row, a.nic, a.nic.ifName));
       }
     } else if (req.delegatedNICs && !this.#served.has(req.delegatedNICs.group)) {
@@ -106,7 +106,7 @@ export class NicChoice {
     }
     if (req.ifName === PRIMARY_IF_NAME) {
       for (const row of grant.rest) {
-        checkFree(row, who, `device ${row.mac} (${resourceOf(row.grp)}, allocated by the kubelet)`, others);
+        checkFree(row, who, `device ${row.id} (${resourceOf(row.grp)}, allocated by the kubelet)`, others);
         wanted.push({ row, statics: [], routes: [], pooled: false });
       }
     }
@@ -130,13 +130,13 @@ export class NicChoice {
     let row: DeviceRow;
     if (req.deviceId !== undefined) {
       row = this.#runtimeDevice(req.deviceId, who, attachment);
-      if (this.#served.has(row.grp) && grant.all && !grant.all.has(row.mac)) {
+      if (this.#served.has(row.grp) && grant.all && !grant.all.has(row.id)) {
         throw new PodNicRefusal(
           'not-allowed',
           `allocate ${attachment} for ${who.pod}: device ${req.deviceId} (runtimeConfig.deviceID) is of ${resourceOf(row.grp)}, and the kubelet did not allocate it to this pod`,
         );
       }
-      if (entry && !(entry.row ? entry.row.mac === row.mac : entry.nic.group === row.grp)) {
+      if (entry && !(entry.row ? entry.row.id === row.id : entry.nic.group === row.grp)) {
         throw new PodNicRefusal(
           'malformed',
           `${who.pod}: annotation ${POD_NICS_ANNOTATION}: [${entry.index}] asks for ${entry.nic.mac ?? entry.nic.pciAddress ?? `group "${entry.nic.group}"`}, but the runtime gives ${attachment} device ${req.deviceId} (runtimeConfig.deviceID)`,
@@ -164,7 +164,7 @@ export class NicChoice {
         `allocate ${attachment}: the network has no InfraNIC, so the attachment is a delegated device, and nothing names one (runtimeConfig.deviceID, a ${POD_NICS_ANNOTATION} entry for network "${req.network}", or the conflist's delegatedNICs)`,
       );
     }
-    checkFree(row, who, `allocate ${attachment}: device ${row.mac}`, others);
+    checkFree(row, who, `allocate ${attachment}: device ${row.id}`, others);
     const wanted = entry ? wantedOf(row, entry.nic, req.ifName) : { row, statics: [], routes: [], pooled: true };
     return { ...wanted, ifName: req.ifName, pooled: wanted.statics.length === 0 };
   }

@@ -2,7 +2,7 @@ import type { Device } from '@ferry/shared-types/api/devices';
 import { expect, test } from 'vitest';
 import { envOf, groupDevicesOf, pluginDevicesOf, preferredOf } from './devices';
 
-const device = (mac: string, group: string, state: Device['state']): Device => ({ mac, group, state });
+const device = (mac: string, group: string, state: Device['state']): Device => ({ id: mac, mac, group, state });
 const A = '02:00:00:00:00:0a';
 const B = '02:00:00:00:00:0b';
 const C = '02:00:00:00:00:0c';

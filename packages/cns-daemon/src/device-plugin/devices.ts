@@ -1,9 +1,10 @@
 /**
- * What one served group looks like to the kubelet, from ferryd's inventory: a device per MAC (the
- * inventory's key; names change on the way into and out of pods), Healthy while it is on the node or in
- * a pod Ferry put it in, Unhealthy while it is neither (unplugged, or taken by something outside Ferry:
- * moved into another namespace) or while it is a VF whose PF has no carrier. The kubelet stops allocating an Unhealthy device and takes it off the
- * node's allocatable count; a pod already holding it keeps it.
+ * What one served group looks like to the kubelet, from ferryd's inventory: a device per identity (the
+ * inventory's key, `deviceIdOf`: a PCI address, or the MAC of a device with no PCI parent), Healthy while
+ * it is on the node or in a pod Ferry put it in, Unhealthy while it is neither (unplugged, or taken by
+ * something outside Ferry: moved into another namespace) or while it is a VF whose PF has no carrier. The
+ * kubelet stops allocating an Unhealthy device and takes it off the node's allocatable count; a pod
+ * already holding it keeps it.
  */
 import type { Device } from '@ferry/shared-types/api/devices';
 import { type ContainerPreferredAllocationRequest, HEALTHY, type PluginDevice, UNHEALTHY } from './protos';
@@ -19,7 +20,7 @@ export function groupDevicesOf(devices: readonly Device[], group: string): Group
   return devices
     .filter((d) => d.group === group)
     .map((d) => ({
-      id: d.mac,
+      id: d.id,
       healthy: d.state !== 'missing' && d.pfWithoutCarrier === undefined,
       free: d.state === 'free',
     }))

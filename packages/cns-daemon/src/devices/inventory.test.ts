@@ -16,7 +16,15 @@ function useInventory(t: TestContext) {
   const node = { links: [] as unknown[] };
   const ip = new Ip(new Iproute2(async () => ({ exitCode: 0, stdout: JSON.stringify(node.links), stderr: '' })));
   const log = pino({ level: 'silent' });
-  const inventory = new Inventory({ db: w.db, devices: w.devices, ip, config: [DEVICE], log, now: () => w.clock.now });
+  const inventory = new Inventory({
+    db: w.db,
+    devices: w.devices,
+    ip,
+    config: [DEVICE],
+    log,
+    now: () => w.clock.now,
+    goneGraceSec: 300,
+  });
   return { w, node, inventory };
 }
 
@@ -91,7 +99,15 @@ test('scans run one at a time: a scan asked for during another lists the links a
     }),
   );
   const log = pino({ level: 'silent' });
-  const inventory = new Inventory({ db: w.db, devices: w.devices, ip, config: [DEVICE], log, now: () => w.clock.now });
+  const inventory = new Inventory({
+    db: w.db,
+    devices: w.devices,
+    ip,
+    config: [DEVICE],
+    log,
+    now: () => w.clock.now,
+    goneGraceSec: 300,
+  });
   await Promise.all([inventory.scan(), inventory.scan(), inventory.scan()]);
   expect(most).toBe(1);
 });

@@ -22,6 +22,7 @@ import type { FerrydConfig } from '../config';
 import type { Db } from '../store/db';
 import type { DeviceStore, DeviceWithAssignment } from '../store/devices';
 import { parseRow } from '../store/rows';
+import { deviceIdOf, isPciId } from './identity';
 import type { PciAddresses } from './pci';
 
 export interface InventoryDeps {
@@ -31,10 +32,20 @@ export interface InventoryDeps {
   config: FerrydConfig['delegatedDevices'];
   log: Logger;
   now: () => number;
+  /** How long a device found by a pattern or selector may be off the node before it leaves the inventory. */
+  goneGraceSec: number;
   /** Told each scan's listing, to read the devices' PCI addresses again. */
   pci?: PciAddresses;
   /** The groups served to the kubelet (its allocation gives their devices, never a reservation). */
   served?: ReadonlySet<string>;
+}
+
+/** A link on the node as the scan sees it: its identity, MAC and PCI address (where sysfs shows one). */
+interface NodeDevice {
+  id: string;
+  mac: string;
+  link: IpLink;
+  pciAddress?: string;
 }
 
 export interface ScanResult {
@@ -49,9 +60,9 @@ export class Inventory {
   readonly #deps: InventoryDeps;
   readonly #patterns: { re: RegExp; group: string }[];
   #updated: () => void = () => undefined;
-  /** The devices whose PF has no carrier: MAC → the PF's netdev. */
+  /** The devices whose PF has no carrier: identity → the PF's netdev. */
   #withoutCarrier: ReadonlyMap<string, string> = new Map();
-  /** Each PF netdev's devices (MACs), as the last scan found them. */
+  /** Each PF netdev's devices (identities), as the last scan found them. */
   #devicesOfPf: ReadonlyMap<string, readonly string[]> = new Map();
   /** The scan in progress (or the last one): scans run one at a time (see scan()). */
   #scanning: Promise<unknown> = Promise.resolve();
@@ -91,7 +102,8 @@ export class Inventory {
   /**
    * Applies what a link event says at once, without listing the links (a scan spawns `ip`, which takes
    * hundreds of ms on a loaded node): a device's link on the node or gone from it, a PF's carrier. The
-   * scan that follows the event (LinkHealth asks for one) settles the rest and corrects this if it was
+   * device is identified as the scan does (its PCI address where sysfs listed its netdev, else its MAC).
+   * The scan that follows the event (LinkHealth asks for one) settles the rest and corrects this if it was
    * stale. The rule for presence is the scan's: a device a pod holds is accounted for.
    */
   applyLinkEvent(link: LinkEvent): void {
@@ -99,16 +111,18 @@ export class Inventory {
     const vfs = this.#devicesOfPf.get(link.ifname) ?? [];
     if (vfs.length > 0) {
       const next = new Map(this.#withoutCarrier);
-      for (const mac of vfs) {
-        if (link.kind === 'changed' && !link.hasCarrier) next.set(mac, link.ifname);
-        else next.delete(mac);
+      for (const id of vfs) {
+        if (link.kind === 'changed' && !link.hasCarrier) next.set(id, link.ifname);
+        else next.delete(id);
       }
       this.#setWithoutCarrier(next);
     }
-    const row = link.mac ? devices.get(normalMac(link.mac)) : undefined;
-    if (row) {
+    const mac = link.mac && ETHER_MAC.test(link.mac) ? normalMac(link.mac) : undefined;
+    const pciAddress = mac ? this.#deps.pci?.pciOfLink(link.ifname, mac) : undefined;
+    const row = mac ? devices.get(deviceIdOf({ pciAddress, mac })) : undefined;
+    if (row && mac) {
       const isOnNode = link.kind === 'changed';
-      devices.setPresence(row.mac, isOnNode || row.interface_id !== null, isOnNode ? now() : undefined);
+      devices.setPresence(row.id, isOnNode || row.interface_id !== null, isOnNode ? { atMs: now(), mac } : undefined);
     }
     if (vfs.length > 0 || row) this.#updated();
   }
@@ -118,56 +132,61 @@ export class Inventory {
    * recorded name, a name pattern takes it in, or it is a device's PF (its carrier).
    */
   concerns(link: LinkEvent): boolean {
+    const { devices } = this.#deps;
     if (this.#devicesOfPf.has(link.ifname)) return true;
-    if (link.mac && this.#deps.devices.get(normalMac(link.mac))) return true;
-    if (this.#deps.devices.byHostIfName(link.ifname)) return true;
+    if (link.mac && devices.byMac(normalMac(link.mac)).length > 0) return true;
+    if (devices.byHostIfName(link.ifname)) return true;
     return this.#patterns.some((p) => p.re.test(link.ifname));
   }
 
   async #scan(): Promise<ScanResult> {
     if (!this.isEnabled) return { refunded: 0, renamed: 0 };
-    const { db, devices, ip, log } = this.#deps;
+    const { db, devices, log } = this.#deps;
     const listedAt = this.#deps.now();
-    const links = await ip.listLinks(SELF);
-    const byMac = new Map(links.filter((l) => l.address).map((l) => [normalMac(l.address as string), l]));
-    this.#deps.pci?.refresh((name) => links.find((l) => l.ifname === name)?.address);
+    const links = await this.#deps.ip.listLinks(SELF);
+    this.#deps.pci?.refresh(links);
+    const onNode = this.#identified(links);
+    const byId = new Map(onNode.map((d) => [d.id, d]));
     const now = this.#deps.now();
+    const goneBefore = now - this.#deps.goneGraceSec * 1000;
     const refunds: DeviceWithAssignment[] = [];
     db.transaction(() => {
-      const configured = new Set<string>();
-      for (const c of this.#deps.config) {
-        if (!c.mac) continue;
-        const mac = normalMac(c.mac);
-        configured.add(mac);
-        devices.upsert(mac, c.group, byMac.get(mac)?.ifname);
-      }
-      for (const l of links) {
-        // Only Ethernet devices with a real MAC can be delegated (not tunnels, not loopback).
-        if (!l.address || l.link_type !== 'ether' || !ETHER_MAC.test(l.address)) continue;
-        const p = this.#patterns.find((x) => x.re.test(l.ifname));
-        if (!p) continue;
-        const mac = normalMac(l.address);
-        configured.add(mac);
-        // A pattern names devices as they are found; the name at first sight is the one they keep.
-        if (!devices.get(mac)) devices.upsert(mac, p.group, l.ifname);
-      }
-      const patternGroups = new Set(this.#patterns.map((p) => p.group));
+      this.#rekeyByPci(onNode);
+      const configured = this.#upsertConfigured(onNode);
+      const discoveredGroups = new Set(this.#patterns.map((p) => p.group));
       for (const row of devices.all()) {
-        if (!configured.has(row.mac) && !patternGroups.has(row.grp) && devices.remove(row.mac)) {
-          log.info({ mac: row.mac }, 'device no longer configured: dropped from the inventory');
+        if (!configured.has(row.id) && !discoveredGroups.has(row.grp) && devices.remove(row.id)) {
+          log.info({ device: row.id }, 'device no longer configured: dropped from the inventory');
           continue;
         }
-        const link = byMac.get(row.mac);
+        const here = byId.get(row.id);
+        if (
+          !here &&
+          !configured.has(row.id) &&
+          row.seen_at_ms !== null &&
+          row.seen_at_ms < goneBefore &&
+          devices.remove(row.id)
+        ) {
+          log.info(
+            { device: row.id, lastSeen: new Date(row.seen_at_ms).toISOString() },
+            'device off the node for longer than reconcile.deviceGoneGraceSec: dropped from the inventory',
+          );
+          continue;
+        }
         // A device a pod holds is not on the node but accounted for: marked absent, it would count as
         // missing from its release (the DEL has brought it home) until the next scan, and be refused (106).
-        devices.setPresence(row.mac, link !== undefined || row.interface_id !== null, link ? now : undefined);
+        devices.setPresence(
+          row.id,
+          here !== undefined || row.interface_id !== null,
+          here ? { atMs: now, mac: here.mac } : undefined,
+        );
         if (
-          link &&
+          here &&
           row.interface_id !== null &&
           row.attachment_state === 'committed' &&
           (row.attachment_updated_at_ms ?? Number.POSITIVE_INFINITY) < listedAt
         ) {
-          devices.detach(row.mac);
+          devices.detach(row.id);
           refunds.push(row);
         }
       }
@@ -175,15 +194,15 @@ export class Inventory {
     this.#readPfs(links);
     for (const r of refunds) {
       log.warn(
-        { mac: r.mac, containerId: r.container_id, ifName: r.if_name, nameNow: byMac.get(r.mac)?.ifname },
+        { device: r.id, containerId: r.container_id, ifName: r.if_name, nameNow: byId.get(r.id)?.link.ifname },
         'delegated device is back on the node without a DEL (its pod netns is gone): freed',
       );
     }
     let renamed = 0;
     for (const row of devices.all()) {
-      const link = byMac.get(row.mac);
+      const link = byId.get(row.id)?.link;
       if (!link || row.interface_id !== null || !row.host_if_name || link.ifname === row.host_if_name) continue;
-      if (await this.#renameHome(row.mac, row.host_if_name, link.ifname, links)) renamed++;
+      if (await this.#renameHome(row.id, row.host_if_name, link.ifname, links)) renamed++;
     }
     return { refunded: refunds.length, renamed };
   }
@@ -196,12 +215,12 @@ export class Inventory {
     const { devices, pci } = this.#deps;
     const withoutCarrier = new Map<string, string>();
     const devicesOfPf = new Map<string, string[]>();
-    for (const { mac } of devices.all()) {
-      const pf = pci?.pfNetdevOf(mac);
+    for (const { id } of devices.all()) {
+      const pf = isPciId(id) ? pci?.pfNetdevAt(id) : undefined;
       if (!pf) continue;
-      devicesOfPf.set(pf, [...(devicesOfPf.get(pf) ?? []), mac]);
+      devicesOfPf.set(pf, [...(devicesOfPf.get(pf) ?? []), id]);
       const link = links.find((l) => l.ifname === pf);
-      if (link && !link.flags?.includes('LOWER_UP')) withoutCarrier.set(mac, pf);
+      if (link && !link.flags?.includes('LOWER_UP')) withoutCarrier.set(id, pf);
     }
     this.#devicesOfPf = devicesOfPf;
     this.#setWithoutCarrier(withoutCarrier);
@@ -209,13 +228,68 @@ export class Inventory {
 
   #setWithoutCarrier(next: ReadonlyMap<string, string>): void {
     const { log } = this.#deps;
-    for (const [mac, pf] of next) {
-      if (!this.#withoutCarrier.has(mac)) log.warn({ mac, pf }, 'delegated device unhealthy: its PF has no carrier');
+    for (const [device, pf] of next) {
+      if (!this.#withoutCarrier.has(device))
+        log.warn({ device, pf }, 'delegated device unhealthy: its PF has no carrier');
     }
-    for (const [mac, pf] of this.#withoutCarrier) {
-      if (!next.has(mac)) log.info({ mac, pf }, 'delegated device healthy again: its PF has carrier');
+    for (const [device, pf] of this.#withoutCarrier) {
+      if (!next.has(device)) log.info({ device, pf }, 'delegated device healthy again: its PF has carrier');
     }
     this.#withoutCarrier = next;
+  }
+
+  /** The node's links that have a MAC, each with its identity (its PCI address where sysfs shows one). */
+  #identified(links: readonly IpLink[]): NodeDevice[] {
+    return links.flatMap((link) => {
+      if (!link.address || !ETHER_MAC.test(link.address)) return [];
+      const mac = normalMac(link.address);
+      const pciAddress = this.#deps.pci?.pciOfLink(link.ifname, mac);
+      return [{ id: deviceIdOf({ pciAddress, mac }), mac, link, ...(pciAddress ? { pciAddress } : {}) }];
+    });
+  }
+
+  /**
+   * A row keyed by MAC (from before schema 5, or from before sysfs showed the device) whose device is now
+   * seen at a PCI address is keyed by that address, with its holder, reservation and name. A MAC that two
+   * devices on the node share names neither: such rows stay as they are.
+   */
+  #rekeyByPci(onNode: readonly NodeDevice[]): void {
+    const { devices, log } = this.#deps;
+    const count = new Map<string, number>();
+    for (const d of onNode) count.set(d.mac, (count.get(d.mac) ?? 0) + 1);
+    for (const d of onNode) {
+      if (!d.pciAddress || count.get(d.mac) !== 1 || devices.get(d.id) || !devices.get(d.mac)) continue;
+      if (devices.rekey(d.mac, d.id)) log.info({ mac: d.mac, device: d.id }, 'device keyed by its PCI address');
+    }
+  }
+
+  /**
+   * Makes sure every configured device has a row: a `mac` entry's (each device on the node with that MAC,
+   * else the rows last seen with it, else a row keyed by the MAC) and each device on the node a pattern
+   * matches. Returns the identities of the devices the config names now.
+   */
+  #upsertConfigured(onNode: readonly NodeDevice[]): Set<string> {
+    const { devices } = this.#deps;
+    const configured = new Set<string>();
+    for (const c of this.#deps.config) {
+      if (!c.mac) continue;
+      const mac = normalMac(c.mac);
+      const here = onNode.filter((d) => d.mac === mac);
+      for (const d of here) devices.upsert(d.id, mac, c.group, d.link.ifname);
+      const known = here.length ? here.map((d) => d.id) : devices.byMac(mac).map((r) => r.id);
+      if (known.length === 0) devices.upsert(mac, mac, c.group, undefined);
+      for (const id of known.length ? known : [mac]) configured.add(id);
+    }
+    for (const d of onNode) {
+      // Only Ethernet devices with a real MAC can be delegated (not tunnels, not loopback).
+      if (d.link.link_type !== 'ether') continue;
+      const p = this.#patterns.find((x) => x.re.test(d.link.ifname));
+      if (!p) continue;
+      configured.add(d.id);
+      // A pattern names devices as they are found; the name at first sight is the one they keep.
+      if (!devices.get(d.id)) devices.upsert(d.id, d.mac, p.group, d.link.ifname);
+    }
+    return configured;
   }
 
   /**
@@ -223,13 +297,13 @@ export class Inventory {
    * the device may have been taken by an ADD since the links were listed, and one device never fails
    * the scan (or ferryd's start-up).
    */
-  async #renameHome(mac: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
+  async #renameHome(id: string, hostIfName: string, nameNow: string, links: readonly IpLink[]): Promise<boolean> {
     const { devices, ip, log } = this.#deps;
     if (links.some((l) => l.ifname === hostIfName)) {
-      log.warn({ mac, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
+      log.warn({ device: id, name: hostIfName, nameNow }, 'cannot rename device home: its name is taken');
       return false;
     }
-    if (devices.get(mac)?.interface_id !== null) return false;
+    if (devices.get(id)?.interface_id !== null) return false;
     try {
       await ip.apply(
         SELF,
@@ -239,84 +313,110 @@ export class Inventory {
           .rename(nameNow, hostIfName)
           .setAlias(hostIfName, '')
           .setGroup(hostIfName, 'default'),
-        `rename device ${mac} home`,
+        `rename device ${id} home`,
       );
     } catch (err) {
-      log.warn({ err, mac, from: nameNow, to: hostIfName }, 'could not rename device home; the next scan tries again');
+      log.warn(
+        { err, device: id, from: nameNow, to: hostIfName },
+        'could not rename device home; the next scan tries again',
+      );
       return false;
     }
-    log.info({ mac, from: nameNow, to: hostIfName }, 'delegated device renamed home');
+    log.info({ device: id, from: nameNow, to: hostIfName }, 'delegated device renamed home');
     return true;
   }
 
   list(): Device[] {
-    return this.#deps.devices.all().map((r): Device => {
-      const reservation = reservationOf(r);
-      const pciAddress = this.#deps.pci?.pciOf(r.mac);
-      const pfWithoutCarrier = this.#withoutCarrier.get(r.mac);
-      return {
-        mac: r.mac,
-        group: r.grp,
-        ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
-        ...(pciAddress ? { pciAddress } : {}),
-        state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
-        ...(r.interface_id !== null && r.container_id && r.if_name
-          ? {
-              assignedTo: {
-                containerId: r.container_id,
-                ifName: r.if_name,
-                ...(r.pod_namespace ? { podNamespace: r.pod_namespace } : {}),
-                ...(r.pod_name ? { podName: r.pod_name } : {}),
-              },
-            }
-          : {}),
-        ...(reservation ? { reservation } : {}),
-        ...(pfWithoutCarrier ? { pfWithoutCarrier } : {}),
-        ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
-      };
-    });
+    return this.#deps.devices.all().map((r) => this.#deviceOf(r));
+  }
+
+  #deviceOf(r: DeviceWithAssignment): Device {
+    const reservation = reservationOf(r);
+    const pfWithoutCarrier = this.#withoutCarrier.get(r.id);
+    const pciAddress = isPciId(r.id) ? r.id : r.mac ? this.#deps.pci?.pciOf(r.mac) : undefined;
+    return {
+      id: r.id,
+      ...(r.mac ? { mac: r.mac } : {}),
+      group: r.grp,
+      ...(r.host_if_name ? { hostIfName: r.host_if_name } : {}),
+      ...(pciAddress ? { pciAddress } : {}),
+      state: r.interface_id !== null ? 'assigned' : r.present ? 'free' : 'missing',
+      ...(r.interface_id !== null && r.container_id && r.if_name
+        ? {
+            assignedTo: {
+              containerId: r.container_id,
+              ifName: r.if_name,
+              ...(r.pod_namespace ? { podNamespace: r.pod_namespace } : {}),
+              ...(r.pod_name ? { podName: r.pod_name } : {}),
+            },
+          }
+        : {}),
+      ...(reservation ? { reservation } : {}),
+      ...(pfWithoutCarrier ? { pfWithoutCarrier } : {}),
+      ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
+    };
+  }
+
+  /**
+   * The identity of the device an operator names: by its PCI address or identity, or by the MAC it was
+   * last seen with when only one device has it.
+   */
+  idOf(device: string): string {
+    const ref = device.includes(':') && !isPciId(device) ? normalMac(device) : device;
+    if (this.#deps.devices.get(ref)) return ref;
+    const rows = this.#deps.devices.byMac(ref);
+    const [row] = rows;
+    if (!row) throw unknownDevice(ref);
+    if (rows.length > 1) {
+      throw new CniError(
+        Code.InvalidConfig,
+        `device ${ref}: ${rows.length} devices have this MAC (${rows.map((r) => r.id).join(', ')}); name one by its PCI address`,
+      );
+    }
+    return row.id;
   }
 
   /** Pre-assigns a device to a pod by namespace/name; it is held back from group requests. */
-  reserve(mac: string, req: ReservationRequest): Device {
-    const m = normalMac(mac);
-    const group = this.#deps.devices.get(m)?.grp;
+  reserve(device: string, req: ReservationRequest): Device {
+    const id = this.idOf(device);
+    const group = this.#deps.devices.get(id)?.grp;
     if (group !== undefined && this.#deps.served?.has(group)) {
       throw new CniError(
         Code.InvalidConfig,
-        `reserve device ${m}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
+        `reserve device ${id}: its group "${group}" is the resource ferry.dev/${group}, which the kubelet allocates: the pod asks with resources.limits`,
       );
     }
     const { addresses, routes } = req;
     const json = addresses.length || routes.length ? JSON.stringify({ addresses, routes }) : undefined;
     if (
-      !this.#deps.devices.reserve(m, {
+      !this.#deps.devices.reserve(id, {
         namespace: req.namespace,
         pod: req.pod,
         ...(req.ifName ? { ifName: req.ifName } : {}),
         ...(json ? { json } : {}),
       })
     ) {
-      throw unknownDevice(m);
+      throw unknownDevice(id);
     }
-    return this.#one(m);
+    return this.#one(id);
   }
 
-  unreserve(mac: string): Device {
-    const m = normalMac(mac);
-    if (!this.#deps.devices.unreserve(m)) throw unknownDevice(m);
-    return this.#one(m);
+  unreserve(device: string): Device {
+    const id = this.idOf(device);
+    if (!this.#deps.devices.unreserve(id)) throw unknownDevice(id);
+    return this.#one(id);
   }
 
-  #one(mac: string): Device {
-    const d = this.list().find((x) => x.mac === mac);
-    if (!d) throw unknownDevice(mac);
-    return d;
+  /** The device with this identity, as `list` gives it. */
+  #one(id: string): Device {
+    const r = this.#deps.devices.all().find((x) => x.id === id);
+    if (!r) throw unknownDevice(id);
+    return this.#deviceOf(r);
   }
 }
 
-function unknownDevice(mac: string): CniError {
-  return new CniError(Code.NotFound, `device ${mac} is not in the inventory`);
+function unknownDevice(device: string): CniError {
+  return new CniError(Code.NotFound, `device ${device} is not in the inventory`);
 }
 
 /** A stored reservation, parsed (it is a boundary: the row may be from another ferryd version). */

@@ -59,8 +59,8 @@ export class NodeChecks {
       const onNode = await this.#deps.ip.listLinks(SELF);
       const podLinks = new Map<string, IpLink[] | undefined>();
       for (const dev of assigned) {
-        const subject = dev.mac;
-        if (onNode.some((l) => sameMac(l.address, dev.mac))) {
+        const subject = dev.id;
+        if (dev.mac && onNode.some((l) => sameMac(l.address, dev.mac ?? undefined))) {
           out.push({
             kind: 'device-misplaced',
             subject,
@@ -73,7 +73,7 @@ export class NodeChecks {
         // One listing per pod netns; a netns that is gone is reported above, not as a misplaced device.
         if (!podLinks.has(netns)) podLinks.set(netns, await this.#deps.ip.linksIfPresent(netnsAt(netns)));
         const inPod = podLinks.get(netns);
-        if (inPod && !inPod.some((l) => sameMac(l.address, dev.mac))) {
+        if (inPod && !inPod.some((l) => sameMac(l.address, dev.mac ?? undefined))) {
           out.push({
             kind: 'device-misplaced',
             subject,

@@ -27,6 +27,7 @@ const FERRY_POOL = networks[0]?.pools[0] as NetworkPools['pools'][number];
 const MAC = '02:fe:00:00:00:01';
 
 const deviceRow = (over: Partial<DeviceRow> = {}): DeviceRow => ({
+  id: MAC,
   mac: MAC,
   grp: 'frontend',
   host_if_name: 'eth1',
@@ -115,7 +116,7 @@ test('a host veth the database lacks: its InfraNIC with the routed pool addresse
             ifName: 'net1',
             nicType: 'DelegatedNIC',
             routesJson: '[]',
-            device: { mac: MAC, group: 'frontend', hostIfName: 'eth1', learnedHostIfName: false },
+            device: { id: MAC, mac: MAC, group: 'frontend', hostIfName: 'eth1', learnedHostIfName: false },
             shown: { mac: MAC, ifIndex: 7 },
             addresses: [],
           },
@@ -186,6 +187,7 @@ test('a device two pods claim is neither’s; one a fresh database never named t
     0,
   );
   expect(fresh.plan.attachments[0]?.interfaces[1]?.device).toEqual({
+    id: MAC,
     mac: MAC,
     group: 'frontend',
     hostIfName: 'ens5',
@@ -223,7 +225,7 @@ test("a secondary network's device: after the host veths, its pool's addresses o
         ifName: 'net1',
         nicType: 'DelegatedNIC',
         routesJson: '["routes of sriov"]',
-        device: { mac: MAC, group: 'frontend', hostIfName: 'eth1', learnedHostIfName: false },
+        device: { id: MAC, mac: MAC, group: 'frontend', hostIfName: 'eth1', learnedHostIfName: false },
         shown: { mac: MAC, ifIndex: 9 },
         addresses: [{ poolId: 2, address: '192.168.50.7' }],
       },

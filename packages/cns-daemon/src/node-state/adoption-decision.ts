@@ -34,6 +34,7 @@ export interface AdoptionFacts {
   held(containerId: string, ifName: string): { generation: number; interfaceIds: readonly number[] } | undefined;
   /** The names of the container's interfaces in its other attachments. */
   otherIfNames(containerId: string, ifName: string): readonly string[];
+  /** The device last seen with this MAC (none when no device, or more than one, was). */
   device(mac: string): DeviceRow | undefined;
   /** The interface `address` of the pool is Assigned to; undefined when none is. */
   holderOf(poolId: number, address: string): number | undefined;
@@ -224,10 +225,12 @@ function deviceRefusal(
  * device's DEL with code 107 at worst, and never touches another link.
  */
 function deviceOf(row: DeviceRow, l: IpLink, reading: NodeReading): AdoptedDevice | undefined {
-  if (row.host_if_name) return { mac: row.mac, group: row.grp, hostIfName: row.host_if_name, learnedHostIfName: false };
+  const mac = macOf(l) ?? row.mac ?? row.id;
+  if (row.host_if_name)
+    return { id: row.id, mac, group: row.grp, hostIfName: row.host_if_name, learnedHostIfName: false };
   const named = parseMarker(l.ifalias)?.hostIfName;
   if (!named || reading.nodeNames.has(named)) return undefined;
-  return { mac: row.mac, group: row.grp, hostIfName: named, learnedHostIfName: true };
+  return { id: row.id, mac, group: row.grp, hostIfName: named, learnedHostIfName: true };
 }
 
 function shownOf(l: IpLink | undefined): Pick<AdoptedInterface, 'shown'> {

@@ -81,7 +81,7 @@ function useNode(t: TestContext) {
     log,
     now,
   });
-  devices.upsert(DEVICE.mac, 'frontend', DEVICE.hostIfName);
+  devices.upsert(DEVICE.mac, DEVICE.mac, 'frontend', DEVICE.hostIfName);
 
   /** A pod ADDed by a ferryd whose database is gone: its host veth, marked, and routes to its addresses. */
   const livePod = (containerId: string, generation: number, last: number, pod: IpLink[] = []) => {
@@ -214,7 +214,7 @@ test("a pod's delegated device is held for it only when ferryd would give it tha
 test("a secondary network's attachment is adopted from its device's marker, never taking what another holds", async (t) => {
   const n = useNode(t);
   const OTHER = '02:fe:00:00:00:02';
-  n.devices.upsert(OTHER, 'frontend', 'eth2');
+  n.devices.upsert(OTHER, OTHER, 'frontend', 'eth2');
   const secondaryDevice = (mac: string, containerId: string, network = 'sriov'): IpLink => ({
     ifindex: 9,
     ifname: 'net1',
@@ -261,14 +261,14 @@ test('a device two pods claim, or one whose MAC is on the node, is held for no o
 test('a device a fresh database never saw on the node takes the name its marker gives, unless a node link has it', async (t) => {
   const n = useNode(t);
   const mac = '02:fe:00:00:00:31';
-  n.devices.upsert(mac, 'frontend', undefined);
+  n.devices.upsert(mac, mac, 'frontend', undefined);
   n.livePod('a', 3, 1, [{ ifindex: 7, ifname: 'net1', address: mac, ifalias: markerOf('ens5', 'eth0') }]);
   expect(await n.adoption.pass()).toMatchObject({ adopted: 1, devices: 1 });
   expect(n.attachments.get('a').interfaces[1]?.hostIfName).toBe('ens5');
   expect(n.devices.get(mac)?.host_if_name).toBe('ens5');
 
   const m = useNode(t);
-  m.devices.upsert(mac, 'frontend', undefined);
+  m.devices.upsert(mac, mac, 'frontend', undefined);
   m.livePod('a', 3, 1, [{ ifindex: 7, ifname: 'net1', address: mac, ifalias: markerOf('lo', 'eth0') }]);
   m.kernel.node.push({ ifindex: 1, ifname: 'lo', address: '00:00:00:00:00:00' });
   expect(await m.adoption.pass()).toMatchObject({ adopted: 1, devices: 0 });

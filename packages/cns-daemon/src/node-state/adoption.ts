@@ -119,7 +119,10 @@ export class Adoption {
           .filter((i) => i.attachment_id !== own)
           .map((i) => i.if_name);
       },
-      device: (mac) => devices.get(mac),
+      device: (mac) => {
+        const rows = devices.byMac(mac);
+        return rows.length === 1 ? rows[0] : undefined;
+      },
       holderOf: (poolId, address) => ipam.holderOf(poolId, address),
     };
   }

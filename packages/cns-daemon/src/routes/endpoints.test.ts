@@ -54,7 +54,7 @@ test('hostVethDeleted releases an InfraNIC alone in one request; again, nothing'
 test('an attachment with a DelegatedNIC is kept whole and handed back with every interface', async (t) => {
   const h = await useApp(t);
   const devices = new DeviceStore(h.db);
-  devices.upsert('02:00:00:00:00:01', 'frontend', 'ens5');
+  devices.upsert('02:00:00:00:00:01', '02:00:00:00:00:01', 'frontend', 'ens5');
   devices.setPresence('02:00:00:00:00:01', true);
   await allocate(h, 'c1', { delegatedNICs: { group: 'frontend', count: 1 } });
   const r = await releaseIfOnly(h, 'c1');

@@ -64,7 +64,10 @@ export const AddressRowSchema = z.object({
 export type AddressRow = z.infer<typeof AddressRowSchema>;
 
 export const DeviceRowSchema = z.object({
-  mac: z.string(),
+  /** The device's identity (deviceIdOf): its PCI address, or its MAC when it has no PCI parent. */
+  id: z.string(),
+  /** The MAC it was last seen with. */
+  mac: OptText,
   grp: z.string(),
   host_if_name: OptText,
   present: z.union([z.literal(0), z.literal(1)]),

@@ -44,9 +44,15 @@ export interface World {
   settled: { promoted: number; discarded: number }[];
 }
 
-export function useAttachments(t: TestContext, overrides: Record<string, unknown> = {}): World {
+/** `prepare` gets the database's path before ferryd's code opens it (to seed one an older ferryd wrote). */
+export function useAttachments(
+  t: TestContext,
+  overrides: Record<string, unknown> = {},
+  prepare?: (databasePath: string) => void,
+): World {
   const dir = tempDir(t);
   const config = testConfig(dir, { cooldownSec: 30, ...overrides });
+  prepare?.(config.database);
   const store = openDatabase(config.database);
   t.onTestFinished(() => store.close());
   const { db } = store;
@@ -69,7 +75,17 @@ export function useAttachments(t: TestContext, overrides: Record<string, unknown
     devicesReleased: 0,
     podsChanged: [],
     settled: [],
-    inventory: new Inventory({ db, devices, ip, config: [], log, now, pci, served }),
+    inventory: new Inventory({
+      db,
+      devices,
+      ip,
+      config: [],
+      log,
+      now,
+      goneGraceSec: config.reconcile.deviceGoneGraceSec,
+      pci,
+      served,
+    }),
     attachments: new Attachments({
       db,
       attachmentStore: new AttachmentStore(db),
@@ -116,8 +132,8 @@ export const commitOf = (a: Allocation, ifNames = a.nics.map((n) => n.ifName)): 
 
 /** A delegatable device on the node (as a scan would have recorded it). */
 export function addDevice(w: World, mac: string, group: string, hostIfName: string, present = true): void {
-  w.devices.upsert(mac, group, hostIfName);
-  w.devices.setPresence(mac, present, present ? w.clock.now : undefined);
+  w.devices.upsert(mac, mac, group, hostIfName);
+  w.devices.setPresence(mac, present, present ? { atMs: w.clock.now, mac } : undefined);
 }
 
 export function reserve(

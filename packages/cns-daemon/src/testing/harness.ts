@@ -77,6 +77,6 @@ export async function useApp(
 /** A delegatable device on the node, as ferryd's scan would have recorded it (the tests read no host links). */
 export function addDevice(h: Harness, mac: string, group: string, hostIfName: string): void {
   const devices = new DeviceStore(h.db);
-  devices.upsert(mac, group, hostIfName);
-  devices.setPresence(mac, true, h.clock.now);
+  devices.upsert(mac, mac, group, hostIfName);
+  devices.setPresence(mac, true, { atMs: h.clock.now, mac });
 }

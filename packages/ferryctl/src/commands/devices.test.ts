@@ -10,9 +10,9 @@ test('devices: the inventory with each device state, holder and reservation', as
     h,
     { args: ['devices'], alias: ['devices', 'list'], url: '/v1/operator/devices' },
     `
-MAC                GROUP     HOST-NAME  STATE     HELD-BY  RESERVED-FOR
-02:00:00:00:00:01  frontend  ens1f0     assigned  c1/net1  -
-02:00:00:00:00:02  frontend  ens1f1     free      -        -
+MAC                PCI-ADDRESS  GROUP     HOST-NAME  STATE     HELD-BY  RESERVED-FOR
+02:00:00:00:00:01  -            frontend  ens1f0     assigned  c1/net1  -
+02:00:00:00:00:02  -            frontend  ens1f1     free      -        -
 `,
   );
 });
@@ -23,7 +23,7 @@ test('devices reserve and unreserve: the device is held back for the pod, then f
   const reserved = await ctl(h, 'devices', 'reserve', '02:00:00:00:00:02', '--namespace', 'shop', '--pod', 'db-0');
   expect(reserved).toEqual(printed('02:00:00:00:00:02 reserved for shop/db-0'));
   expect((await ctl(h, 'devices')).out.split('\n')[1]).toBe(
-    '02:00:00:00:00:02  frontend  ens1f1     free   -        shop/db-0',
+    '02:00:00:00:00:02  -            frontend  ens1f1     free   -        shop/db-0',
   );
   // The MAC in any case; --ifname is the name the device gets in the pod.
   const again = await ctlJson(
@@ -58,8 +58,8 @@ test('devices: an unknown device is 1; a missing MAC, namespace or pod, or an un
     expect(r.code, args.join(' ')).toBe(2);
     expect(r.err, args.join(' ')).toMatch(new RegExp(`^ferryctl: ${problem}\n\nusage: `));
   };
-  await usage(['reserve'], 'devices reserve needs a MAC');
-  await usage(['unreserve'], 'devices unreserve needs a MAC');
+  await usage(['reserve'], 'devices reserve needs a device, by its PCI address or MAC');
+  await usage(['unreserve'], 'devices unreserve needs a device, by its PCI address or MAC');
   await usage(['reserve', '02:00:00:00:00:01', '--pod', 'db-0'], 'devices reserve needs --namespace and --pod');
   await usage(['reserve', '02:00:00:00:00:01', '--namespace', 'shop'], 'devices reserve needs --namespace and --pod');
   await usage(['steal'], 'unknown devices subcommand "steal"');

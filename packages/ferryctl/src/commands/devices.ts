@@ -3,14 +3,14 @@ import type { Context } from '../context';
 import { shortId, table } from '../format';
 
 /**
- * `devices` (the delegated-NIC inventory), `devices reserve MAC --namespace NS --pod POD [--ifname X]`,
- * `devices unreserve MAC`.
+ * `devices` (the delegated-NIC inventory), `devices reserve DEVICE --namespace NS --pod POD [--ifname X]`,
+ * `devices unreserve DEVICE` (DEVICE: a PCI address, or a MAC only one device has).
  */
 export async function cmdDevices(ctx: Context): Promise<number> {
-  const [sub, mac] = ctx.positionals;
+  const [sub, device] = ctx.positionals;
   if (sub === 'reserve' || sub === 'unreserve') {
-    if (!mac) return ctx.usage(`devices ${sub} needs a MAC`);
-    const path = `/v1/operator/devices/${encodeURIComponent(mac)}/reservation`;
+    if (!device) return ctx.usage(`devices ${sub} needs a device, by its PCI address or MAC`);
+    const path = `/v1/operator/devices/${encodeURIComponent(device)}/reservation`;
     let dev: Device;
     if (sub === 'reserve') {
       const { namespace, pod, ifname } = ctx.flags;
@@ -27,8 +27,8 @@ export async function cmdDevices(ctx: Context): Promise<number> {
     if (ctx.json) return ctx.print(JSON.stringify(dev, null, 2));
     return ctx.print(
       dev.reservation
-        ? `${dev.mac} reserved for ${dev.reservation.namespace}/${dev.reservation.pod}`
-        : `${dev.mac} not reserved`,
+        ? `${dev.id} reserved for ${dev.reservation.namespace}/${dev.reservation.pod}`
+        : `${dev.id} not reserved`,
     );
   }
   if (sub !== undefined && sub !== 'list') return ctx.usage(`unknown devices subcommand "${sub}"`);
@@ -36,9 +36,10 @@ export async function cmdDevices(ctx: Context): Promise<number> {
   if (ctx.json) return ctx.print(JSON.stringify(list, null, 2));
   ctx.print(
     table(
-      ['MAC', 'GROUP', 'HOST-NAME', 'STATE', 'HELD-BY', 'RESERVED-FOR'],
+      ['MAC', 'PCI-ADDRESS', 'GROUP', 'HOST-NAME', 'STATE', 'HELD-BY', 'RESERVED-FOR'],
       list.devices.map((d) => [
-        d.mac,
+        d.mac ?? '-',
+        d.pciAddress ?? '-',
         d.group,
         d.hostIfName ?? '-',
         d.state,

@@ -1,6 +1,7 @@
 /**
- * The delegated-NIC inventory (operator API): every delegatable host device, keyed by MAC, its state,
- * who holds it, and an operator's pre-assignment of it to a pod.
+ * The delegated-NIC inventory (operator API): every delegatable host device, keyed by its identity (its PCI
+ * address, or its MAC when it has no PCI parent), its state, who holds it, and an operator's pre-assignment
+ * of it to a pod.
  */
 import * as z from 'zod/mini';
 import { IfNameSchema, NetworkNameSchema } from '../cni/names';
@@ -21,7 +22,10 @@ export const ReservationRequestSchema = z.strictObject({
 export type ReservationRequest = z.infer<typeof ReservationRequestSchema>;
 
 export const DeviceSchema = z.strictObject({
-  mac: MacSchema,
+  /** Its identity: the PCI address of a device with a PCI parent, else its MAC. */
+  id: z.string(),
+  /** The MAC it was last seen with (none: a function without a netdev). */
+  mac: z.optional(MacSchema),
   group: NetworkNameSchema,
   hostIfName: z.optional(z.string()),
   /** Its PCI address, where sysfs gives it one. */
@@ -47,4 +51,5 @@ export type Device = z.infer<typeof DeviceSchema>;
 
 export const DeviceListSchema = z.strictObject({ devices: z.array(DeviceSchema) });
 
-export const MacParamsSchema = z.strictObject({ mac: MacSchema });
+/** A device as an operator names it: its PCI address, or a MAC (only one device may have it). */
+export const DeviceParamsSchema = z.strictObject({ device: z.union([PciAddressSchema, MacSchema]) });

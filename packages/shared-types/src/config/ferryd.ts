@@ -375,8 +375,12 @@ export const FerrydConfigSchema = z.strictObject({
           z._default(z.number().check(z.minimum(0), z.maximum(86_400)), 60),
           'An endpoint whose netns has been gone this long is released.',
         ),
+        deviceGoneGraceSec: doc(
+          z._default(z.number().check(z.minimum(0), z.maximum(30 * 86_400)), 300),
+          'A device found by `namePattern` or a selector that has been off the node this long (and is held by no pod) leaves the inventory, and the capacity the device plugin reports; back on the node, it joins again. A `mac` entry keeps its device listed (as missing) while the entry is there.',
+        ),
       }),
-      { intervalSec: 10, staleGraceSec: 60 },
+      { intervalSec: 10, staleGraceSec: 60, deviceGoneGraceSec: 300 },
     ),
     'The reconciler.',
   ),

@@ -1,7 +1,7 @@
 import {
   DeviceListSchema,
+  DeviceParamsSchema,
   DeviceSchema,
-  MacParamsSchema,
   ReservationRequestSchema,
 } from '@ferry/shared-types/api/devices';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
@@ -22,34 +22,34 @@ export const operatorDeviceRoutes: FastifyPluginAsyncZod<{ operator: Operator }>
   );
 
   app.put(
-    '/v1/operator/devices/:mac/reservation',
+    '/v1/operator/devices/:device/reservation',
     {
       schema: {
         summary: 'Pre-assign a device to a pod (by namespace and name) before the pod starts',
-        params: MacParamsSchema,
+        params: DeviceParamsSchema,
         body: ReservationRequestSchema,
         response: { 200: DeviceSchema, ...errors },
       },
     },
     async (req) => {
-      const d = operator.reserveDevice(req.params.mac, req.body);
-      req.log.info({ mac: d.mac, namespace: req.body.namespace, pod: req.body.pod }, 'device reserved');
+      const d = operator.reserveDevice(req.params.device, req.body);
+      req.log.info({ device: d.id, namespace: req.body.namespace, pod: req.body.pod }, 'device reserved');
       return d;
     },
   );
 
   app.delete(
-    '/v1/operator/devices/:mac/reservation',
+    '/v1/operator/devices/:device/reservation',
     {
       schema: {
         summary: "Drop a device's reservation",
-        params: MacParamsSchema,
+        params: DeviceParamsSchema,
         response: { 200: DeviceSchema, ...errors },
       },
     },
     async (req) => {
-      const d = operator.unreserveDevice(req.params.mac);
-      req.log.info({ mac: d.mac }, 'device reservation dropped');
+      const d = operator.unreserveDevice(req.params.device);
+      req.log.info({ device: d.id }, 'device reservation dropped');
       return d;
     },
   );
