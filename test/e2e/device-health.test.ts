@@ -89,8 +89,9 @@ async function peerOf(ns: TestNetns, name: string, far: TestNetns): Promise<stri
 }
 
 const delLink = (node: TestNetns, name: string) => inNetns(node, 'ip', 'link', 'del', name);
-const addDevice = async (node: TestNetns, wire: TestNetns, d: TestDevice, peer: string) => {
-  await inNetns(
+/** The device back on the node: one command (a device is present while its link exists, up or not). */
+const addDevice = (node: TestNetns, wire: TestNetns, d: TestDevice, peer: string) =>
+  inNetns(
     node,
     'ip',
     'link',
@@ -106,8 +107,6 @@ const addDevice = async (node: TestNetns, wire: TestNetns, d: TestDevice, peer: 
     'netns',
     wire.path,
   );
-  await inNetns(node, 'ip', 'link', 'set', d.name, 'up');
-};
 
 test('a device removed from the node is Unhealthy at the kubelet within a second, Healthy again within a second of coming back', async (t) => {
   const kubelet = await useStandInKubelet(t);
