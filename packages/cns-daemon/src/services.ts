@@ -162,8 +162,8 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
   // the kubelet's device lists (health) follow each inventory scan and each link event it applies;
   if (devicePlugin) inventory.onUpdated(() => devicePlugin.refresh());
-  // a delegated device's link events (gone, back, its PF's carrier) rescan the inventory now rather than
-  // at the next pass, and so reach the kubelet within a second.
+  // a delegated device's link events (gone, back, its PF's carrier) are applied to the inventory now, and
+  // a rescan follows, rather than waiting for the next pass: they reach the kubelet within a second.
   if (links) links.monitor.onEvent((e) => links.health.on(e));
 
   if (pods) registerPodMetrics(ctx.metrics.registry, pods);
