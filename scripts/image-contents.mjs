@@ -5,7 +5,7 @@
 export const DEBIAN_SUITE = 'bookworm';
 /**
  * Debian packages beyond the Essential set: ip (iproute2), nft (nftables, the egress masquerade), iptables
- * (its fallback), flock and nsenter (util-linux, Essential, named so the Dockerfile states it), Node's
+ * (its fallback), flock, nsenter and setpriv (util-linux, Essential, named so the Dockerfile states it), Node's
  * libstdc++6, and the reference CNI plugins (containernetworking-plugins), of which only CNI_PLUGINS stay.
  */
 export const DEBIAN_PACKAGES = [

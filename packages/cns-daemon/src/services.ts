@@ -1,13 +1,13 @@
 /**
  * Builds ferryd's services on an open database: the one place that knows how they depend on each
  * other. They are built in that order, each from what is above it, every builder from one context (the
- * config, the database, its stores, the metrics, the clock and the log) and the parts it needs. Four
+ * config, the database, its stores, the metrics, the clock and the log) and the parts it needs. Five
  * events flow back up against that order: they are subscribed in one block, once both ends exist.
  * startDaemon adds sockets and timers; route tests use it with inject().
  */
 
-import { Ip, Iproute2 } from '@ferry/net';
-import { nodeRunner } from '@ferry/net/node-runner';
+import { Ip, Iproute2, LinkMonitor, SELF } from '@ferry/net';
+import { nodeRunner, nodeSpawner } from '@ferry/net/node-runner';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
 import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
@@ -25,6 +25,7 @@ import { servedGroupsOf } from './device-plugin/served';
 import { deviceInfoAt } from './devices/device-info';
 import { GroupKinds } from './devices/device-kind';
 import { Inventory } from './devices/inventory';
+import { LinkHealth } from './devices/link-health';
 import { PciAddresses } from './devices/pci';
 import { Sysfs } from './devices/sysfs';
 import { NodeChecks } from './doctor/node-checks';
@@ -135,6 +136,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     ? buildCluster(config, config.cluster, ip, log, now, opts.kubeSource, routedBlocks)
     : undefined;
   const devicePlugin = devicePluginOf(ctx, devices);
+  const links = linkHealthOf(ctx, inventory, storage);
   const operator = operatorOf(ctx, {
     ipam,
     attachments,
@@ -166,8 +168,11 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
   // writer reads the records);
   const writer = pods?.statusWriter;
   if (writer) attachments.onPodChanged((pod) => setImmediate(() => writer.report(pod)));
-  // the kubelet's device lists (health) follow each inventory scan.
-  if (devicePlugin) inventory.onScanned(() => devicePlugin.refresh());
+  // the kubelet's device lists (health) follow each inventory scan and each link event it applies;
+  if (devicePlugin) inventory.onUpdated(() => devicePlugin.refresh());
+  // a delegated device's link events (gone, back, its PF's carrier) are applied to the inventory now, and
+  // a rescan follows, rather than waiting for the next pass: they reach the kubelet within a second.
+  if (links) links.monitor.onEvent((e) => links.health.on(e));
 
   if (pods) registerPodMetrics(ctx.metrics.registry, pods);
   if (cluster) registerClusterMetrics(ctx.metrics.registry, cluster);
@@ -186,7 +191,7 @@ export function buildServices(config: FerrydConfig, db: Db, opts: ServiceOptions
     ...(pods ? { pods } : {}),
     ...(devicePlugin ? { devicePlugin } : {}),
     // The blocks first: routing and ADDs follow what the block manager holds.
-    background: [blocks, cluster, pods, devicePlugin].filter(
+    background: [blocks, cluster, pods, devicePlugin, links?.health].filter(
       (part): part is NonNullable<typeof part> => part !== undefined,
     ),
   };
@@ -255,6 +260,18 @@ function devicePartsOf({ config, db, stores, opts }: Context, ip: Ip): DevicePar
     served,
   });
   return { sysfs, pci, tenancy, served, inventory };
+}
+
+/** The link monitor and what it drives, when there are delegated devices to watch. */
+function linkHealthOf(
+  { config, opts }: Context,
+  inventory: Inventory,
+  storage: StorageHealth,
+): { monitor: LinkMonitor; health: LinkHealth } | undefined {
+  if (config.delegatedDevices.length === 0) return undefined;
+  // ferryd's own namespace is the node's: where the devices are when no pod holds them.
+  const monitor = new LinkMonitor({ netns: SELF, spawn: nodeSpawner });
+  return { monitor, health: new LinkHealth({ inventory, monitor, storage, log: opts.log }) };
 }
 
 function storageHealthOf({ config, db, metrics, opts }: Context): StorageHealth {

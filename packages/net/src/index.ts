@@ -1,6 +1,7 @@
 export * from './batch';
 export * from './ip';
 export * from './iproute2';
+export * from './link-monitor';
 export * from './net-error';
 export * from './netns';
 export * from './run';

@@ -22,3 +22,27 @@ export const RUN_TIMEOUT_MS = 30_000;
 export function timedOut(stdout: string, stderr: string): RunResult {
   return { exitCode: 124, stdout, stderr: `${stderr}\nkilled after ${RUN_TIMEOUT_MS} ms without finishing` };
 }
+
+/** How a long-running child ended. */
+export interface ChildExit {
+  /** Null when a signal ended it, or it never started. */
+  exitCode: number | null;
+  signal: string | null;
+  /** What it wrote on stderr (why it could not start or stopped). */
+  stderr: string;
+}
+
+/** A long-running child process started by a Spawner. */
+export interface Child {
+  readonly pid: number | undefined;
+  /** Resolves once it has exited, however it ended (never rejects). */
+  readonly exited: Promise<ChildExit>;
+  /** SIGTERM; `exited` resolves once it is gone. */
+  kill(): void;
+}
+
+/**
+ * Starts argv[0] with argv[1..] (never through a shell) and calls `onLine` with each line of its stdout
+ * as it comes. The child dies with this process, however this process ends.
+ */
+export type Spawner = (argv: readonly string[], onLine: (line: string) => void) => Child;

@@ -117,7 +117,7 @@ function registerGauges(registry: Registry, statuses: () => ResourceStatus[]): v
   });
   new Gauge({
     name: 'ferry_device_plugin_devices',
-    help: 'Devices of each resource as ferryd reports them to the kubelet, by health: Healthy (on the node, or in a pod Ferry put it in), Unhealthy (neither)',
+    help: 'Devices of each resource as ferryd reports them to the kubelet, by health: Healthy (on the node, or in a pod Ferry put it in), Unhealthy (neither, or a VF whose PF has no carrier)',
     labelNames: ['resource', 'health'],
     registers,
     collect() {

@@ -65,6 +65,20 @@ test('a PCI device is its PCI address, with its PF and its NUMA node as Topology
   expect(pluginDevicesOf(devices).map((d) => d.topology)).toEqual([{ nodes: [{ ID: 1 }] }, null, null]);
 });
 
+test('a VF whose PF has no carrier is Unhealthy, free on the node or in a pod', () => {
+  const down = (mac: string, state: Device['state']): Device => ({
+    ...device(mac, 'fe', state),
+    pfWithoutCarrier: 'pf0',
+  });
+  expect(
+    groupDevicesOf([down(A, 'free'), down(B, 'assigned'), device(C, 'fe', 'free')], 'fe', () => undefined),
+  ).toEqual([
+    { id: A, mac: A, healthy: false, free: true },
+    { id: B, mac: B, healthy: false, free: false },
+    { id: C, mac: C, healthy: true, free: true },
+  ]);
+});
+
 test('the preferred allocation: what must be included, then free devices, then those an attachment still holds', () => {
   const devices = groupDevicesOf(
     [device(A, 'fe', 'assigned'), device(B, 'fe', 'free'), device(C, 'fe', 'free')],

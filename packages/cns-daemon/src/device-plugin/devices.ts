@@ -1,11 +1,12 @@
 /**
- * What one served group looks like to the kubelet, from ferryd's inventory: a device per PCI address (a
- * device with a PCI parent; the MAC of one without, a veth in tests), Healthy while it is on the node or
- * in a pod Ferry put it in, Unhealthy while it is neither (unplugged, or taken by something outside
- * Ferry: moved into another namespace). The kubelet stops allocating an Unhealthy device and takes it off
- * the node's allocatable count; a pod already holding it keeps it. A PCI device carries its NUMA node
- * (sysfs `numa_node`) as its TopologyInfo, so the kubelet's Topology Manager can align it with the pod's
- * CPUs; -1 (no affinity) is no topology.
+ * What one served group looks like to the kubelet, from ferryd's inventory: a device per identity (the
+ * inventory's key, `deviceIdOf`: a PCI address, or the MAC of a device with no PCI parent, a veth in
+ * tests), Healthy while it is on the node or in a pod Ferry put it in, Unhealthy while it is neither
+ * (unplugged, or taken by something outside Ferry: moved into another namespace) or while it is a VF whose
+ * PF has no carrier. The kubelet stops allocating an Unhealthy device and takes it off the node's
+ * allocatable count; a pod already holding it keeps it. A PCI device carries its NUMA node (sysfs
+ * `numa_node`) as its TopologyInfo, so the kubelet's Topology Manager can align it with the pod's CPUs; -1
+ * (no affinity) is no topology.
  */
 import type { Device } from '@ferry/shared-types/api/devices';
 import { USERSPACE_DRIVERS } from '../devices/device-kind';
@@ -38,7 +39,7 @@ export function groupDevicesOf(devices: readonly Device[], group: string, pciFun
       const base = {
         id: d.id,
         ...(d.mac ? { mac: d.mac } : {}),
-        healthy: d.state !== 'missing',
+        healthy: d.state !== 'missing' && d.pfWithoutCarrier === undefined,
         free: d.state === 'free',
       };
       if (!d.pciAddress) return base;

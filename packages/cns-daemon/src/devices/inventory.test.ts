@@ -57,3 +57,57 @@ test('a free device not on the node is missing after a scan, and free again once
   await inventory.scan();
   expect(stateOf(w, MAC)).toBe('free');
 });
+
+test("a device's link event is applied at once, before any scan: gone is missing, back is free, held by a pod stays assigned", async (t) => {
+  const { w, node, inventory } = useInventory(t);
+  node.links = ON_NODE;
+  await inventory.scan();
+  let updates = 0;
+  inventory.onUpdated(() => updates++);
+  const event = { ifindex: 7, ifname: 'ens1f0', mac: MAC.toUpperCase(), hasCarrier: true };
+  expect(inventory.concerns({ ...event, kind: 'deleted' })).toBe(true);
+  inventory.applyLinkEvent({ ...event, kind: 'deleted' });
+  expect([stateOf(w, MAC), updates]).toEqual(['missing', 1]);
+  inventory.applyLinkEvent({ ...event, kind: 'changed' });
+  expect([stateOf(w, MAC), updates]).toEqual(['free', 2]);
+
+  const { plan } = w.attachments.allocate(request('c1', { delegatedNICs: { group: 'frontend', count: 1 } }));
+  w.attachments.commit('c1', commitOf(plan));
+  // Moved into the pod: the node's namespace announces it gone.
+  inventory.applyLinkEvent({ ...event, kind: 'deleted' });
+  expect(stateOf(w, MAC)).toBe('assigned');
+
+  // Another link is no concern of the inventory's, and changes nothing.
+  const other = { kind: 'deleted' as const, ifindex: 9, ifname: 'fry0', mac: '02:00:00:00:00:09', hasCarrier: false };
+  expect(inventory.concerns(other)).toBe(false);
+  const before = updates;
+  inventory.applyLinkEvent(other);
+  expect(updates).toBe(before);
+});
+
+test('scans run one at a time: a scan asked for during another lists the links after it', async (t) => {
+  const w = useAttachments(t, { delegatedDevices: [DEVICE] });
+  addDevice(w, MAC, 'frontend', 'ens1f0');
+  let listing = 0;
+  let most = 0;
+  const ip = new Ip(
+    new Iproute2(async () => {
+      most = Math.max(most, ++listing);
+      await new Promise((r) => setTimeout(r, 20));
+      listing--;
+      return { exitCode: 0, stdout: JSON.stringify(ON_NODE), stderr: '' };
+    }),
+  );
+  const log = pino({ level: 'silent' });
+  const inventory = new Inventory({
+    db: w.db,
+    devices: w.devices,
+    ip,
+    config: [DEVICE],
+    log,
+    now: () => w.clock.now,
+    goneGraceSec: 300,
+  });
+  await Promise.all([inventory.scan(), inventory.scan(), inventory.scan()]);
+  expect(most).toBe(1);
+});

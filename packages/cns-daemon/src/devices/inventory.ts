@@ -13,7 +13,7 @@
  * moving them. So is an attachment committed after the links were listed: the listing predates its
  * move into the pod.
  */
-import { type Ip, IpBatch, type IpLink, SELF } from '@ferry/net';
+import { type Ip, IpBatch, type IpLink, type LinkEvent, SELF } from '@ferry/net';
 import type { Device, ReservationRequest } from '@ferry/shared-types/api/devices';
 import { ReservationRequestSchema } from '@ferry/shared-types/api/devices';
 import { CniError, Code } from '@ferry/shared-types/errors';
@@ -71,7 +71,13 @@ export class Inventory {
   /** The groups whose devices are found on the node (by pattern or selectors), not named by MAC. */
   readonly #discoveredGroups: ReadonlySet<string>;
   #isFirstScan = true;
-  #scanned: () => void = () => undefined;
+  #updated: () => void = () => undefined;
+  /** The devices whose PF has no carrier: identity → the PF's netdev. */
+  #withoutCarrier: ReadonlyMap<string, string> = new Map();
+  /** Each PF netdev's devices (identities), as the last scan found them. */
+  #devicesOfPf: ReadonlyMap<string, readonly string[]> = new Map();
+  /** The scan in progress (or the last one): scans run one at a time (see scan()). */
+  #scanning: Promise<unknown> = Promise.resolve();
 
   constructor(deps: InventoryDeps) {
     this.#deps = deps;
@@ -84,15 +90,69 @@ export class Inventory {
     return this.#deps.config.length > 0 || this.#deps.devices.all().length > 0;
   }
 
-  /** `listener` is called after every scan (the device plugin sends what changed to the kubelet). */
-  onScanned(listener: () => void): void {
-    this.#scanned = listener;
+  /**
+   * `listener` is called after every scan and every link event applied (the device plugin sends what
+   * changed to the kubelet).
+   */
+  onUpdated(listener: () => void): void {
+    this.#updated = listener;
   }
 
+  /**
+   * One scan, after the one in progress: the reconcile pass and link events both ask for scans, and an
+   * older listing written after a newer one would undo what the newer one saw (a device gone, back healthy).
+   */
   async scan(): Promise<ScanResult> {
-    const result = await this.#scan();
-    this.#scanned();
+    const run = this.#scanning.then(() => this.#scan());
+    this.#scanning = run.catch(() => undefined);
+    const result = await run;
+    this.#updated();
     return result;
+  }
+
+  /**
+   * Applies what a link event says at once, without listing the links (a scan spawns `ip`, which takes
+   * hundreds of ms on a loaded node): a device's link on the node or gone from it, a PF's carrier. The
+   * device is identified as the scan does (its PCI address where sysfs listed its netdev, else its MAC).
+   * The scan that follows the event (LinkHealth asks for one) settles the rest and corrects this if it was
+   * stale. The rule for presence is the scan's: a device a pod holds is accounted for.
+   */
+  applyLinkEvent(link: LinkEvent): void {
+    const { devices, now } = this.#deps;
+    const vfs = this.#devicesOfPf.get(link.ifname) ?? [];
+    if (vfs.length > 0) {
+      const next = new Map(this.#withoutCarrier);
+      for (const id of vfs) {
+        if (link.kind === 'changed' && !link.hasCarrier) next.set(id, link.ifname);
+        else next.delete(id);
+      }
+      this.#setWithoutCarrier(next);
+    }
+    const mac = link.mac && ETHER_MAC.test(link.mac) ? normalMac(link.mac) : undefined;
+    const pciAddress = mac ? this.#deps.pci?.pciOfLink(link.ifname, mac) : undefined;
+    const row = mac ? devices.get(deviceIdOf({ pciAddress, mac })) : undefined;
+    if (row && mac) {
+      const isOnNode = link.kind === 'changed';
+      devices.setPresence(row.id, isOnNode || row.interface_id !== null, isOnNode ? { atMs: now(), mac } : undefined);
+    }
+    if (vfs.length > 0 || row) this.#updated();
+  }
+
+  /**
+   * True when a link event may change what a scan finds: the link is (or was) a device by its MAC or its
+   * recorded name, an entry (by MAC, pattern or selectors) takes it in, or it is a device's PF (its carrier).
+   */
+  concerns(link: LinkEvent): boolean {
+    const { devices } = this.#deps;
+    if (this.#devicesOfPf.has(link.ifname)) return true;
+    const mac = link.mac && ETHER_MAC.test(link.mac) ? normalMac(link.mac) : undefined;
+    if (mac && devices.byMac(mac).length > 0) return true;
+    if (devices.byHostIfName(link.ifname)) return true;
+    if (!mac) return false;
+    const pciAddress = this.#deps.pci?.pciOfLink(link.ifname, mac);
+    const fn = pciAddress ? this.#deps.sysfs?.function(pciAddress) : undefined;
+    // The event does not say the link's type: taken as Ethernet, at worst one rescan too many.
+    return this.#matchers.some((m) => m.matches({ ifName: link.ifname, mac, linkType: 'ether', fn }));
   }
 
   async #scan(): Promise<ScanResult> {
@@ -156,6 +216,7 @@ export class Inventory {
         }
       }
     })();
+    this.#readPfs(links);
     for (const r of refunds) {
       log.warn(
         { device: r.id, containerId: r.container_id, ifName: r.if_name, nameNow: byId.get(r.id)?.link.ifname },
@@ -169,6 +230,37 @@ export class Inventory {
       if (await this.#renameHome(row.id, row.host_if_name, link.ifname, links)) renamed++;
     }
     return { refunded: refunds.length, renamed };
+  }
+
+  /**
+   * A VF cannot pass traffic while its PF has no carrier (the cable out, the switch port down), though its
+   * own netdev stays: the kubelet is told it is Unhealthy. A PF that is not on the node gives no verdict.
+   */
+  #readPfs(links: readonly IpLink[]): void {
+    const { devices, pci } = this.#deps;
+    const withoutCarrier = new Map<string, string>();
+    const devicesOfPf = new Map<string, string[]>();
+    for (const { id } of devices.all()) {
+      const pf = isPciId(id) ? pci?.pfNetdevAt(id) : undefined;
+      if (!pf) continue;
+      devicesOfPf.set(pf, [...(devicesOfPf.get(pf) ?? []), id]);
+      const link = links.find((l) => l.ifname === pf);
+      if (link && !link.flags?.includes('LOWER_UP')) withoutCarrier.set(id, pf);
+    }
+    this.#devicesOfPf = devicesOfPf;
+    this.#setWithoutCarrier(withoutCarrier);
+  }
+
+  #setWithoutCarrier(next: ReadonlyMap<string, string>): void {
+    const { log } = this.#deps;
+    for (const [device, pf] of next) {
+      if (!this.#withoutCarrier.has(device))
+        log.warn({ device, pf }, 'delegated device unhealthy: its PF has no carrier');
+    }
+    for (const [device, pf] of this.#withoutCarrier) {
+      if (!next.has(device)) log.info({ device, pf }, 'delegated device healthy again: its PF has carrier');
+    }
+    this.#withoutCarrier = next;
   }
 
   /** The node's links that have a MAC, each with its identity (its PCI address where sysfs shows one). */
@@ -301,6 +393,7 @@ export class Inventory {
 
   #deviceOf(r: DeviceWithAssignment): Device {
     const reservation = reservationOf(r);
+    const pfWithoutCarrier = this.#withoutCarrier.get(r.id);
     const pciAddress = isPciId(r.id) ? r.id : r.mac ? this.#deps.pci?.pciOf(r.mac) : undefined;
     return {
       id: r.id,
@@ -320,6 +413,7 @@ export class Inventory {
           }
         : {}),
       ...(reservation ? { reservation } : {}),
+      ...(pfWithoutCarrier ? { pfWithoutCarrier } : {}),
       ...(r.seen_at_ms !== null ? { lastSeen: new Date(r.seen_at_ms).toISOString() } : {}),
     };
   }

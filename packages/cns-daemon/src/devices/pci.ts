@@ -16,6 +16,8 @@ export class PciAddresses {
   readonly #macByPci = new Map<string, string>();
   readonly #sharedMacs = new Set<string>();
   #pciByIfName = new Map<string, string>();
+  /** A VF's PF netdev, by the VF's PCI address (as the last refresh saw it). */
+  #pfNetdevByPci = new Map<string, string>();
 
   constructor(sysfs: Sysfs) {
     this.#sysfs = sysfs;
@@ -25,7 +27,9 @@ export class PciAddresses {
   refresh(links: readonly { ifname: string; address?: string | undefined }[]): void {
     const byName = new Map(links.map((l) => [l.ifname, l.address]));
     this.#pciByIfName = new Map();
-    for (const { address: pci } of this.#sysfs.functions()) {
+    this.#pfNetdevByPci = new Map();
+    for (const { address: pci, pf } of this.#sysfs.functions()) {
+      if (pf?.netdev) this.#pfNetdevByPci.set(pci, pf.netdev);
       for (const name of this.#sysfs.netdevsAt(pci)) {
         if (!byName.has(name)) continue;
         this.#pciByIfName.set(name, pci);
@@ -48,6 +52,11 @@ export class PciAddresses {
    */
   pciOfLink(ifName: string, mac: string): string | undefined {
     return this.#pciByIfName.get(ifName) ?? this.pciOf(mac);
+  }
+
+  /** The netdev of the PF of the VF at `pci` (as the last refresh saw it); none for a PF, or a PF without one. */
+  pfNetdevAt(pci: string): string | undefined {
+    return this.#pfNetdevByPci.get(pci);
   }
 
   /** The MAC of the device at `pci`: the netdev sysfs lists there now (`macOf`), else as last seen. */

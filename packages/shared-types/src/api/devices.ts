@@ -40,6 +40,11 @@ export const DeviceSchema = z.strictObject({
     }),
   ),
   reservation: z.optional(ReservationRequestSchema),
+  /**
+   * Its PF's netdev, while the device is a VF whose PF has no carrier: the device plugin reports it
+   * Unhealthy (a VF cannot pass traffic then, though its own netdev stays).
+   */
+  pfWithoutCarrier: z.optional(z.string()),
   lastSeen: z.optional(z.string()),
 });
 export type Device = z.infer<typeof DeviceSchema>;
