@@ -221,3 +221,20 @@ test('a device two groups match is refused at the first scan naming both; a late
   await inventory.scan();
   expect(ids(inventory)).toEqual([[VF[0], '02:00:00:00:00:a0', 'free']]);
 });
+
+test('a userspace device two groups match is refused at the first scan as a netdev is; later it is left out', async (t) => {
+  const config: FerrydConfig['delegatedDevices'] = [
+    { drivers: ['vfio-pci'], group: 'dpdk', nicType: 'DelegatedNIC' },
+    { drivers: ['vfio-pci'], pfNames: ['ens1f0#2'], group: 'dpdk-pinned', nicType: 'DelegatedNIC' },
+  ];
+  const { tree, inventory } = useSriov(t, { config });
+  for (const vf of [VF[2], VF[3]]) {
+    tree.setNetdev(vf, undefined);
+    tree.setDriver(vf, 'vfio-pci');
+  }
+  await expect(inventory.scan()).rejects.toThrow(
+    'delegatedDevices: device 0000:3b:02.2 (bound to vfio-pci) is matched by the groups "dpdk" and "dpdk-pinned": a device may be in one group only; narrow the selectors',
+  );
+  await inventory.scan();
+  expect(ids(inventory)).toEqual([[VF[3], undefined, 'free']]);
+});

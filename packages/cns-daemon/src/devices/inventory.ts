@@ -161,10 +161,24 @@ export class Inventory {
     const listedAt = this.#deps.now();
     const links = await this.#deps.ip.listLinks(SELF);
     this.#deps.pci?.refresh(links);
-    const onNode = this.#refuseOverlaps(this.#identified(links));
-    const byId = new Map(onNode.map((d) => [d.id, d]));
     // Userspace devices (vfio-bound, no netdev) are in sysfs only: on the node while sysfs lists them.
-    const userspace = this.#deps.sysfs ? userspaceFunctionsOf(this.#deps.sysfs, this.#matchers, log) : [];
+    const found = this.#refuseOverlaps([
+      ...this.#identified(links).map((d) => ({
+        of: 'netdev' as const,
+        d,
+        label: `${d.id} (${d.link.ifname})`,
+        groups: [...new Set(d.matched.map((m) => m.group))],
+      })),
+      ...(this.#deps.sysfs ? userspaceFunctionsOf(this.#deps.sysfs, this.#matchers) : []).map((u) => ({
+        of: 'userspace' as const,
+        d: u,
+        label: `${u.id} (bound to vfio-pci)`,
+        groups: u.groups,
+      })),
+    ]);
+    const onNode = found.flatMap((f) => (f.of === 'netdev' ? [f.d] : []));
+    const userspace = found.flatMap((f) => (f.of === 'userspace' ? [{ id: f.d.id, group: f.groups[0] ?? '' }] : []));
+    const byId = new Map(onNode.map((d) => [d.id, d]));
     const inSysfs = new Set(userspace.map((u) => u.id));
     const now = this.#deps.now();
     const goneBefore = now - this.#deps.goneGraceSec * 1000;
@@ -291,24 +305,19 @@ export class Inventory {
    * A device that entries of two groups match is nobody's: at ferryd's start that is refused (the config
    * is wrong), later (a device that appeared since) it is logged and the device left out.
    */
-  #refuseOverlaps(onNode: NodeDevice[]): NodeDevice[] {
-    const overlaps = onNode.flatMap((d) => {
-      const groups = [...new Set(d.matched.map((m) => m.group))];
-      return groups.length > 1 ? [{ d, groups }] : [];
-    });
+  #refuseOverlaps<T extends { label: string; groups: string[] }>(found: T[]): T[] {
+    const overlaps = found.filter((f) => f.groups.length > 1);
     const first = this.#isFirstScan;
     this.#isFirstScan = false;
-    const [o] = overlaps;
-    if (!o) return onNode;
-    const what = (x: typeof o) =>
-      `device ${x.d.id} (${x.d.link.ifname}) is matched by the groups ${x.groups.map((g) => `"${g}"`).join(' and ')}`;
+    if (overlaps.length === 0) return found;
+    const what = (x: T) => `device ${x.label} is matched by the groups ${x.groups.map((g) => `"${g}"`).join(' and ')}`;
     if (first) {
       throw new StartupError(
         `delegatedDevices: ${overlaps.map(what).join('; ')}: a device may be in one group only; narrow the selectors`,
       );
     }
-    for (const x of overlaps) this.#deps.log.error({ device: x.d.id, groups: x.groups }, `${what(x)}: left out`);
-    return onNode.filter((d) => !overlaps.some((x) => x.d === d));
+    for (const x of overlaps) this.#deps.log.error({ device: x.label, groups: x.groups }, `${what(x)}: left out`);
+    return found.filter((f) => f.groups.length <= 1);
   }
 
   /**
