@@ -116,9 +116,9 @@ test('a device removed from the node is Unhealthy at the kubelet within a second
   const { node, ferryd, wire } = await useServedNode(t, kubelet);
   await monitorOf(node, ferryd);
 
-  const removed = await latencyMs(kubelet, `${D2} removed: Unhealthy`, healthy(D1), () => delLink(node, 'eth2'));
+  await latencyMs(kubelet, `${D2} removed: Unhealthy`, healthy(D1), () => delLink(node, 'eth2'));
   const [, d2] = DEVICES as [TestDevice, TestDevice];
-  const back = await latencyMs(kubelet, `${D2} back: Healthy`, healthy(D1, D2), () => addDevice(node, wire, d2, 'w9'));
+  await latencyMs(kubelet, `${D2} back: Healthy`, healthy(D1, D2), () => addDevice(node, wire, d2, 'w9'));
   // The operator's view turned with it (the inventory, not only the plugin's list).
   const r = await ferryd.request('GET', '/v1/operator/devices');
   expect((r.json as { devices: { mac: string; state: string }[] }).devices.map((d) => [d.mac, d.state])).toEqual([
@@ -168,7 +168,7 @@ test("a PF's carrier down (its VFs' netdevs stay) makes its VFs Unhealthy within
 
   // The switch port goes down: the PF loses its carrier.
   const port = ports.get(pf.netdev) as string;
-  const down = await latencyMs(kubelet, `${pf.netdev} carrier down: its VFs Unhealthy`, only(v2), () =>
+  await latencyMs(kubelet, `${pf.netdev} carrier down: its VFs Unhealthy`, only(v2), () =>
     inNetns(sriov.wire, 'ip', 'link', 'set', port, 'down'),
   );
   // Only the carrier went: the VFs' netdevs are on the node as they were.
@@ -183,7 +183,7 @@ test("a PF's carrier down (its VFs' netdevs stay) makes its VFs Unhealthy within
     [v2, 'free', undefined],
   ]);
 
-  const up = await latencyMs(kubelet, `${pf.netdev} carrier back: its VFs Healthy`, only(v0, v1, v2), () =>
+  await latencyMs(kubelet, `${pf.netdev} carrier back: its VFs Healthy`, only(v0, v1, v2), () =>
     inNetns(sriov.wire, 'ip', 'link', 'set', port, 'up'),
   );
 });
@@ -197,7 +197,7 @@ test('the link monitor killed is started again and still turns health within a s
   const second = await monitorOf(node, ferryd, first);
   expect(second).not.toBe(first);
   expect(ferryd.log()).toContain('link monitor exited');
-  const removed = await latencyMs(kubelet, `${D1} removed: Unhealthy`, healthy(D2), () => delLink(node, 'eth1'));
+  await latencyMs(kubelet, `${D1} removed: Unhealthy`, healthy(D2), () => delLink(node, 'eth1'));
 });
 
 test('ferryd gone leaves no link monitor: stopped (SIGTERM), and killed (SIGKILL: the kernel ends it)', async (t) => {
