@@ -12,7 +12,7 @@ import { type Ferryd, useFerryd } from '../fixtures/ferryd';
 import { link, links } from '../fixtures/kernel';
 import { type KubeletDevice, type StandInKubelet, useStandInKubelet } from '../fixtures/kubelet-plugins';
 import { isSubscribed, linkMonitorsIn, parentOf } from '../fixtures/link-monitors';
-import { inNetns, type TestNetns } from '../fixtures/netns';
+import { inNetns, plugVeth, type TestNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { useSriovNode } from '../fixtures/sysfs';
@@ -94,22 +94,7 @@ async function peerOf(ns: TestNetns, name: string, far: TestNetns): Promise<stri
 const delLink = (node: TestNetns, name: string) => inNetns(node, 'ip', 'link', 'del', name);
 /** The device back on the node: one command (a device is present while its link exists, up or not). */
 const addDevice = (node: TestNetns, wire: TestNetns, d: TestDevice, peer: string) =>
-  inNetns(
-    node,
-    'ip',
-    'link',
-    'add',
-    d.name,
-    'address',
-    d.mac,
-    'type',
-    'veth',
-    'peer',
-    'name',
-    peer,
-    'netns',
-    wire.path,
-  );
+  plugVeth(node, wire, d.name, d.mac, peer);
 
 test('a device removed from the node is Unhealthy at the kubelet within a second, Healthy again within a second of coming back', async (t) => {
   const kubelet = await useStandInKubelet(t);

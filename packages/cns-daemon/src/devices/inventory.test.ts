@@ -15,17 +15,20 @@ function useInventory(t: TestContext) {
   addDevice(w, MAC, 'frontend', 'ens1f0');
   const node = { links: [] as unknown[] };
   const ip = new Ip(new Iproute2(async () => ({ exitCode: 0, stdout: JSON.stringify(node.links), stderr: '' })));
-  const log = pino({ level: 'silent' });
-  const inventory = new Inventory({
+  return { w, node, inventory: inventoryOf(w, ip) };
+}
+
+/** The inventory of the world's device, listing the node's links through `ip`. */
+function inventoryOf(w: ReturnType<typeof useAttachments>, ip: Ip): Inventory {
+  return new Inventory({
     db: w.db,
     devices: w.devices,
     ip,
     config: [DEVICE],
-    log,
+    log: pino({ level: 'silent' }),
     now: () => w.clock.now,
     goneGraceSec: 300,
   });
-  return { w, node, inventory };
 }
 
 test('a scan while a pod holds its device leaves it present: released (brought home by the DEL), it is free at once, not after the next scan', async (t) => {
@@ -98,16 +101,7 @@ test('scans run one at a time: a scan asked for during another lists the links a
       return { exitCode: 0, stdout: JSON.stringify(ON_NODE), stderr: '' };
     }),
   );
-  const log = pino({ level: 'silent' });
-  const inventory = new Inventory({
-    db: w.db,
-    devices: w.devices,
-    ip,
-    config: [DEVICE],
-    log,
-    now: () => w.clock.now,
-    goneGraceSec: 300,
-  });
+  const inventory = inventoryOf(w, ip);
   await Promise.all([inventory.scan(), inventory.scan(), inventory.scan()]);
   expect(most).toBe(1);
 });
