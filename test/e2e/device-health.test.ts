@@ -190,6 +190,10 @@ test('ferryd gone leaves no link monitor: stopped (SIGTERM), and killed (SIGKILL
   await monitorOf(node, ferryd);
   await ferryd.stop();
   expect(linkMonitorsIn(node)).toEqual([]);
+  // And ferryd itself went the whole way: its shutdown finished (database closed), not cut short by a
+  // signal handler of the monitor's process library.
+  expect(ferryd.exitCode).toBe(0);
+  expect(ferryd.log()).toContain('"msg":"ferryd stopped"');
 
   await ferryd.start();
   await monitorOf(node, ferryd);
