@@ -69,7 +69,7 @@ test('doctor reports a vanished netns and a set-aside queue entry; gc cleans up 
   const mac = '02:fe:00:00:cc:01';
   // A long period: the test, not the reconciler, decides when things are repaired.
   const { node, ferryd } = await useNodeWithDevices(t, [{ name: 'eth4', mac }], { reconcile: { intervalSec: 3600 } });
-  expect((await ferryctl(ferryd, 'devices')).stdout).toMatch(/02:fe:00:00:cc:01\s+frontend\s+eth4\s+free/);
+  expect((await ferryctl(ferryd, 'devices')).stdout).toMatch(/02:fe:00:00:cc:01\s+-\s+frontend\s+eth4\s+free/);
 
   const withDevice = { containerId: newContainerId(), ifName: 'eth0', netns: await useNetns(t, 'pod') };
   const conf = netConf(ferryd, { delegatedNICs: { group: 'frontend', count: 1 } });
