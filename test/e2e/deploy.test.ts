@@ -165,6 +165,8 @@ test('the DaemonSet hangs together: mounts, probes, host paths, and an install s
       // The device plugin's (ferryd.yaml's devicePlugin.kubeletDir).
       '/var/lib/kubelet/device-plugins',
       '/var/lib/kubelet/pod-resources',
+      // The device-info files Multus reads (devicePlugin.deviceInfoDir's default).
+      '/var/run/k8s.cni.cncf.io/devinfo/dp',
     ]),
   );
   const ferryd = pod.containers.find((c) => c.name === 'ferryd');
