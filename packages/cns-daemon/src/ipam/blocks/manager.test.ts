@@ -179,6 +179,19 @@ test('nodes racing for the last free block: one gets it, the other is told so an
   });
 });
 
+test('the last block found held by another node at its create (409) makes the range exhausted before the watch shows it', async (t) => {
+  const cluster = new FakeBlockCluster();
+  for (let i = 1; i < 16; i++) cluster.put({ network: 'pods', family: 4, cidr: `10.9.0.${i * 16}/28`, node: 'node-z' });
+  // node-y took the last one a moment ago; node-a's informer has not heard of it.
+  cluster.unseen.add(cluster.put({ network: 'pods', family: 4, cidr: '10.9.0.0/28', node: 'node-y' }).name);
+  const a = useNode(t, cluster, 'node-a');
+  await a.manager.runSoon();
+  expect(a.held()).toEqual([]);
+  expect(a.manager.status()[0]).toMatchObject({ isRangeExhausted: true });
+  const err = await withRoom(a.manager, async () => a.add()).catch((e: unknown) => e);
+  expect(err).toMatchObject({ code: Code.PoolExhausted });
+});
+
 test('an ADD that finds no room waits for the claim it causes', async (t) => {
   const cluster = new FakeBlockCluster();
   const n = useNode(t, cluster, 'node-a', { minFree: 0, maxFree: 20 });

@@ -45,6 +45,8 @@ const API_BACKOFF = { initialMs: 250, maxMs: 10_000 };
 const STATUS_EVERY_MS = 10_000;
 /** Candidates asked for beyond the claims wanted, so a few 409s do not need another search. */
 const SPARE_CANDIDATES = 4;
+/** How long a block another node was found to hold counts as taken before the informer shows it. */
+const HELD_ELSEWHERE_MS = 60_000;
 
 export type ClaimOutcomeLabel = 'claimed' | 'conflict' | 'exhausted' | 'error';
 
@@ -83,6 +85,12 @@ interface PoolState {
   failures: number;
   retryAtMs: number;
   conflicts: Map<string, string>;
+  /**
+   * Blocks a create-if-absent found held by another node (409 AlreadyExists), until the informer shows
+   * them or HELD_ELSEWHERE_MS passed: taken at once, so the last block lost to another node makes the range
+   * exhausted now (code 100 for the ADD waiting) rather than once the watch catches up.
+   */
+  heldElsewhere: Map<string, number>;
   free: number;
   pending: number;
   used: Map<string, number>;
@@ -130,6 +138,7 @@ export class BlockManager {
           failures: 0,
           retryAtMs: 0,
           conflicts: new Map(),
+          heldElsewhere: new Map(),
           free: 0,
           pending: 0,
           used: new Map(),
@@ -497,7 +506,17 @@ export class BlockManager {
         // An unparsable CIDR takes nothing; validity.ts reports the block.
       }
     };
-    for (const b of this.#deps.view.blocks()) if (b.family === p.family) add(b.cidr);
+    const inView = new Set<string>();
+    for (const b of this.#deps.view.blocks()) {
+      if (b.family !== p.family) continue;
+      add(b.cidr);
+      inView.add(b.cidr);
+    }
+    const nowMs = this.#deps.now();
+    for (const [cidr, untilMs] of p.heldElsewhere) {
+      if (inView.has(cidr) || untilMs <= nowMs) p.heldElsewhere.delete(cidr);
+      else add(cidr);
+    }
     for (const c of this.#deps.foreignPodCIDRs?.() ?? []) add(c);
     for (const r of this.#deps.blocks.blocksOf(p.poolId)) add(r.cidr);
     return out;
@@ -565,6 +584,7 @@ export class BlockManager {
     }
     const got = 'created' in outcome ? outcome.created : outcome.exists?.node === nodeName ? outcome.exists : undefined;
     if (!got) {
+      if ('exists' in outcome && outcome.exists) p.heldElsewhere.set(cidr, now() + HELD_ELSEWHERE_MS);
       events?.claim(p.network, p.family, 'conflict');
       log.info(
         { network: p.network, block: cidr, holder: 'exists' in outcome ? outcome.exists?.node : undefined },

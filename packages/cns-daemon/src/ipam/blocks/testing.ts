@@ -16,6 +16,8 @@ export class FakeBlockCluster {
   /** The Node's spec.podCIDRs every node of this fake has. */
   podCIDRs: string[] = [];
   isSynced = true;
+  /** Objects no view shows yet (a watch that has not delivered them). */
+  readonly unseen = new Set<string>();
   creates = 0;
   /** The last status each block's holder wrote. */
   readonly statuses = new Map<string, BlockStatusWrite>();
@@ -25,7 +27,7 @@ export class FakeBlockCluster {
   view(): BlockView {
     return {
       hasSynced: () => this.isSynced,
-      blocks: () => [...this.objects.values()],
+      blocks: () => [...this.objects.values()].filter((b) => !this.unseen.has(b.name)),
       onChange: (listener) => {
         this.#listeners.add(listener);
       },
