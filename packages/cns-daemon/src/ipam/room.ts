@@ -29,6 +29,13 @@ export async function withRoom<T>(
       const outcome = await waiter.waitForRoom(err.network, err.family, left);
       if (outcome === 'timeout') throw err;
       if (outcome === 'exhausted') {
+        // The range has nothing left to claim, but this node's own claim of its last block may have
+        // landed a moment before the verdict: one more look at the node's blocks before code 100.
+        try {
+          return await allocate();
+        } catch (again) {
+          if (!(again instanceof NoRoomInBlocks)) throw again;
+        }
         throw new CniError(
           Code.PoolExhausted,
           `allocate IPv${err.family} address on network "${err.network}": range ${err.range} is exhausted`,
