@@ -3,7 +3,16 @@
 // ferry-cni is one self-contained executable (bun build --compile, see docs/shipping.md for the numbers
 // that chose it); ferryd and ferryctl are Node bundles with their native addons copied to dist/lib.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +38,18 @@ run(['scripts/checks/generate.ts']);
 // Taken before building: a source edited during the build makes the set-up call the result stale.
 const sources = sourcesFingerprint(root);
 
+// `node --enable-source-maps` reads and parses every loaded bundle's whole map at start-up; the sources'
+// text, two thirds of a map, is never used to map a stack trace (bun has no flag to leave it out). Without
+// it a ferryd start costs about 290 ms less CPU, a ferryctl call about 100 ms less.
+function dropSourcesContent() {
+  for (const f of readdirSync(lib).filter((n) => n.endsWith('.mjs.map'))) {
+    const map = JSON.parse(readFileSync(join(lib, f), 'utf8'));
+    if (!('sourcesContent' in map)) continue;
+    delete map.sourcesContent;
+    writeFileSync(join(lib, f), JSON.stringify(map));
+  }
+}
+
 // The bundle and the native addons it loads live in dist/lib (addons are found relative to the bundle);
 // dist/bin/NAME is a two-line launcher, because an extension-less file cannot be an ES module.
 function nodeBundle(entry, name, { launcher = true, splitting = false } = {}) {
@@ -49,6 +70,7 @@ function nodeBundle(entry, name, { launcher = true, splitting = false } = {}) {
     '--minify-syntax',
     '--sourcemap=linked',
   ]);
+  dropSourcesContent();
   if (!launcher) return;
   const file = join(bin, name);
   writeFileSync(file, `#!/usr/bin/env -S node --enable-source-maps\nimport('../lib/${name}.mjs');\n`);
