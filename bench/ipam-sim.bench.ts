@@ -88,6 +88,7 @@ interface SimBlock {
   /** Freed this tick: still counted as used (ferryd's cooling), free next tick. */
   cooling: number;
   emptySinceMs: number | null;
+  claimedAtMs: number;
 }
 
 class SimNode {
@@ -156,6 +157,7 @@ class SimNode {
       allocatable: PER_BLOCK,
       used: b.used + b.cooling,
       emptySinceMs: b.emptySinceMs,
+      claimedAtMs: b.claimedAtMs,
     }));
   }
 }
@@ -255,7 +257,14 @@ async function main() {
           try {
             const r = await ipam.createBlock({ network: 'ferry', family: 4, cidr, node: n.name }, n.uid);
             if ('created' in r) {
-              n.blocks.set(cidr, { object: r.created, cidr: c, used: 0, cooling: 0, emptySinceMs: nowMs });
+              n.blocks.set(cidr, {
+                object: r.created,
+                cidr: c,
+                used: 0,
+                cooling: 0,
+                emptySinceMs: nowMs,
+                claimedAtMs: nowMs,
+              });
               n.firstBlockMs ??= performance.now() - n.joinedAtMs;
               wanted -= 1;
             } else n.conflicts += 1;

@@ -47,7 +47,7 @@ export const BlocksConfigSchema = z.strictObject({
   ),
   releaseAfterSec: doc(
     z._default(z.number().check(z.minimum(0), z.maximum(86_400)), DEFAULT_BLOCK_RELEASE_AFTER_SEC),
-    'How long a block stays empty before it may go back to the range (at once while the range is exhausted and another node may need it).',
+    'How long a block stays empty before it may go back to the range (while the range is exhausted and another node may need it: as soon as it has been held 30 s, or this long if shorter).',
   ),
   maxBlocks: doc(
     z._default(z.number().check(z.int(), z.minimum(1), z.maximum(65_536)), DEFAULT_MAX_BLOCKS),

@@ -192,6 +192,25 @@ test('the last block found held by another node at its create (409) makes the ra
   expect(err).toMatchObject({ code: Code.PoolExhausted });
 });
 
+test('the last block, claimed for an ADD whose allocation has not landed yet, is kept for it', async (t) => {
+  const cluster = new FakeBlockCluster();
+  for (let i = 1; i < 16; i++) cluster.put({ network: 'pods', family: 4, cidr: `10.9.0.${i * 16}/28`, node: 'node-z' });
+  const n = useNode(t, cluster, 'node-a', { minFree: 0 });
+  await n.manager.runSoon();
+  expect(n.held()).toEqual([]);
+  // An ADD's wait causes the claim; its allocation has not landed when the next pass runs (the claim
+  // outlasted waitMs on a loaded node and the ADD heard 11, or the pass came between 'room' and its commit).
+  await n.manager.waitForRoom('pods', 4, 0);
+  await n.manager.runSoon();
+  expect(n.held()).toEqual(['10.9.0.0/28']);
+  // The range is exhausted now and the block is empty: it is still not given back before the retry.
+  n.clock.now += 5_000;
+  await n.manager.runSoon();
+  expect(n.manager.status()[0]).toMatchObject({ isRangeExhausted: true });
+  expect(n.held()).toEqual(['10.9.0.0/28']);
+  expect(n.add()).toMatch(/^10\.9\.0\.\d+$/);
+});
+
 test('an ADD that finds no room waits for the claim it causes', async (t) => {
   const cluster = new FakeBlockCluster();
   const n = useNode(t, cluster, 'node-a', { minFree: 0, maxFree: 20 });

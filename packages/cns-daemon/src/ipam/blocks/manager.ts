@@ -424,6 +424,7 @@ export class BlockManager {
             allocatable: Number(blockSizeIn(spec, cidr)),
             used,
             emptySinceMs: emptySince,
+            claimedAtMs: row.claimed_at_ms,
           });
       }
     });

@@ -1,12 +1,18 @@
 import { expect, test } from 'vitest';
-import { type HeldBlock, type PoolDemand, planBlocks } from './plan';
+import { FRESH_CLAIM_MS, type HeldBlock, type PoolDemand, planBlocks } from './plan';
 
-const block = (i: number, used: number, emptySinceMs: number | null = used === 0 ? 0 : null): HeldBlock => ({
+const block = (
+  i: number,
+  used: number,
+  emptySinceMs: number | null = used === 0 ? 0 : null,
+  claimedAtMs = 0,
+): HeldBlock => ({
   cidr: `10.0.${i}.0/26`,
   base: BigInt(i) << 8n,
   allocatable: 63,
   used,
   emptySinceMs,
+  claimedAtMs,
 });
 
 const demand = (over: Partial<PoolDemand>): PoolDemand => ({
@@ -77,5 +83,18 @@ test('the range exhausted: empty blocks go back at once, as long as the node kee
   expect(planBlocks(demand({ held, isRangeExhausted: true })).release).toBe('10.0.2.0/26');
   expect(planBlocks(demand({ held: [block(1, 50), block(2, 0, 999_999)], isRangeExhausted: true })).release).toBe(
     undefined,
+  );
+});
+
+test('the range exhausted: a block claimed a moment ago is kept for the ADD that caused the claim', () => {
+  const fresh = (claimedAtMs: number) => [block(1, 40), block(2, 0, 999_999, claimedAtMs)];
+  const nowMs = 1_000_000;
+  expect(planBlocks(demand({ held: fresh(nowMs - 1), isRangeExhausted: true })).release).toBeUndefined();
+  expect(planBlocks(demand({ held: fresh(nowMs - FRESH_CLAIM_MS), isRangeExhausted: true })).release).toBe(
+    '10.0.2.0/26',
+  );
+  // releaseAfterSec shorter than the grace bounds it.
+  expect(planBlocks(demand({ held: fresh(nowMs - 1), releaseAfterMs: 0, isRangeExhausted: true })).release).toBe(
+    '10.0.2.0/26',
   );
 });

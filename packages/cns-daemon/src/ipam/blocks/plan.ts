@@ -6,8 +6,13 @@
  * beyond it. Fewer free than minFree: claim enough blocks at once to get back above it. More free than
  * maxFree: give back one block that has been empty for releaseAfterSec (maxFree >= minFree + a block, so
  * a release never leaves the node short and a claim never leaves it over). While the range is exhausted
- * an empty block goes back at once if the node keeps minFree without it: another node may be short.
+ * an empty block goes back at once if the node keeps minFree without it (another node may be short),
+ * unless it was claimed less than FRESH_CLAIM_MS ago: the ADD that caused the claim may not have landed
+ * yet (it is between its wake-up and its commit, or it heard code 11 and the runtime will try again).
  */
+
+/** How long a block just claimed is kept, empty, while the range is exhausted (at most releaseAfterSec). */
+export const FRESH_CLAIM_MS = 30_000;
 
 /** A block the node holds, as the last count of the store saw it. */
 export interface HeldBlock {
@@ -20,6 +25,8 @@ export interface HeldBlock {
   used: number;
   /** Since when nothing in it has been used (null: something is). */
   emptySinceMs: number | null;
+  /** When the node claimed (or re-learned) it. */
+  claimedAtMs: number;
 }
 
 export interface PoolDemand {
@@ -75,7 +82,11 @@ export function planBlocks(d: PoolDemand): BlockPlan {
 function releasable(d: PoolDemand, free: number): string | undefined {
   const empty = d.held
     .filter((b) => b.used === 0 && b.emptySinceMs !== null)
-    .filter((b) => d.isRangeExhausted || d.nowMs - (b.emptySinceMs ?? d.nowMs) >= d.releaseAfterMs)
+    .filter((b) =>
+      d.isRangeExhausted
+        ? d.nowMs - b.claimedAtMs >= Math.min(FRESH_CLAIM_MS, d.releaseAfterMs)
+        : d.nowMs - (b.emptySinceMs ?? d.nowMs) >= d.releaseAfterMs,
+    )
     .filter((b) => (d.isRangeExhausted ? free - b.allocatable >= d.minFree : free > d.maxFree))
     // The highest first: the lowest block is the node's VXLAN end (cluster/plan.ts), kept while it can be.
     .sort((a, b) => (a.base > b.base ? -1 : a.base < b.base ? 1 : 0));
