@@ -9,7 +9,7 @@
  * again; a block edited by hand is refused.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { BlocksReport } from '@ferry/shared-types/api/blocks';
+import { type BlocksReport, BlocksReportSchema } from '@ferry/shared-types/api/blocks';
 import { describe, expect, test } from 'vitest';
 import { type ClusterNode, everyPodPingsEveryOther, type Pod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
@@ -195,10 +195,14 @@ async function blocksInApi(api: KubeApi): Promise<string[]> {
     .sort();
 }
 
-async function ferryctlBlocks(n: ClusterNode) {
-  const r = await ferryctl(n.ferryd, 'blocks', '--json');
-  expect(r.exitCode, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as BlocksReport;
+/**
+ * The node's blocks report (what `ferryctl blocks --json` prints), asked of ferryd directly: the polls
+ * below ask every 100 ms, and a ferryctl process per poll cost more CPU than the rest of the test.
+ */
+async function blocksOf(n: ClusterNode): Promise<BlocksReport> {
+  const r = await n.ferryd.request('GET', '/v1/operator/blocks');
+  expect(r.status, r.body).toBe(200);
+  return BlocksReportSchema.parse(r.json);
 }
 
 /** Polls `check` until it holds (bounded: a hang fails with what was seen last). */
@@ -362,7 +366,7 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
       ).toBeGreaterThanOrEqual(2);
     }
     // Each pod's address is inside a block its own node holds.
-    const report = await ferryctlBlocks(nodes[0] as ClusterNode);
+    const report = await blocksOf(nodes[0] as ClusterNode);
     expect(report.ranges.map((r) => `${r.network} IPv${r.family}`)).toEqual([
       'ferry IPv4',
       'ferry IPv6',
@@ -390,9 +394,9 @@ describe.for(['host-gw', 'vxlan'] as const)('%s', (routing) => {
   }, 240_000);
 });
 
-/** The blocks `n` holds, as ferryctl blocks shows them (`cidr state`). */
+/** The blocks `n` holds (`cidr state`). */
 async function heldBy(n: ClusterNode): Promise<string[]> {
-  const r = await ferryctlBlocks(n);
+  const r = await blocksOf(n);
   return r.ranges.flatMap((g) => g.blocks.map((b) => `${b.cidr} ${b.state}`)).sort();
 }
 
@@ -412,7 +416,7 @@ test('the API server stopped: ADDs go on from the blocks held; a database lost: 
   const addresses = [first, ...during].flatMap((p) => [p.ipv4, p.ipv6]);
   expect(new Set(addresses).size).toBe(12);
   expect(await heldBy(n1)).toEqual(held);
-  const status = await ferryctlBlocks(n1);
+  const status = await blocksOf(n1);
   expect(status.ranges.every((g) => g.blocks.length > 0)).toBe(true);
   await api.start();
 
@@ -463,7 +467,7 @@ test('three nodes claiming the last free block at once: exactly one gets it, the
     nodes.map((n) =>
       eventually(
         'the node sees the 15 blocks',
-        () => ferryctlBlocks(n),
+        () => blocksOf(n),
         (r) => r.ranges[0]?.cluster.blocksHeld === 15,
       ),
     ),
@@ -565,7 +569,7 @@ test('hostile IPBlocks are refused and nothing is built from them: an overlap, a
   });
   const report = await eventually(
     'node-2 reports both',
-    () => ferryctlBlocks(n2),
+    () => blocksOf(n2),
     (r) => (r.ranges[0]?.conflicts.length ?? 0) >= 2,
   );
   expect(report.ranges[0]?.conflicts.join('\n')).toMatch(new RegExp(`${over.replace(/\./g, '\\.')} overlaps block`));
@@ -783,7 +787,7 @@ test('capacity ahead of demand from the pod watch: pods bound to the node claim 
     (h) => h.length >= 3,
   );
   expect(held.length).toBeGreaterThanOrEqual(3);
-  const status = (await ferryctlBlocks(n)).ranges[0];
+  const status = (await blocksOf(n)).ranges[0];
   expect(status?.pending).toBe(40);
   // A host-network pod is no demand, and a pod added is no longer on its way: once the watch holds the
   // host-network pod, one pod's ADD takes pending from 40 to 39, never to 40 again.
@@ -791,7 +795,7 @@ test('capacity ahead of demand from the pod watch: pods bound to the node claim 
   await api.putPod({ ...hostPod, spec: { ...hostPod.spec, hostNetwork: true } });
   await eventually(
     'the watch holds host-1',
-    async () => (await ferryctl(n.ferryd, 'pods', '--json')).stdout,
+    async () => (await n.ferryd.request('GET', '/v1/operator/pods')).body,
     (out) => out.includes('"host-1"'),
   );
   const web0 = await api.getPod('default', 'web-0');
@@ -805,7 +809,7 @@ test('capacity ahead of demand from the pod watch: pods bound to the node claim 
   expect(r.exitCode, r.stdout).toBe(0);
   await eventually(
     'pending after one ADD',
-    async () => (await ferryctlBlocks(n)).ranges[0]?.pending,
+    async () => (await blocksOf(n)).ranges[0]?.pending,
     (p) => p === 39,
   );
 });

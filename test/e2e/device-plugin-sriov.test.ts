@@ -238,6 +238,9 @@ test("the ADD gives the pod its VF and network-status the device-info of the fil
 
   // The filler's files (its VFs with a PCI address) are there until ferryd stops.
   expect(readdirSync(deviceInfoDir)).toHaveLength(4);
+  // Still serving (a ferryd that had crashed would leave them, and stop() would have nothing to stop).
+  expect(ferryd.exitCode, ferryd.log().slice(-4000)).toBeUndefined();
   await ferryd.stop();
-  expect(readdirSync(deviceInfoDir)).toEqual([]);
+  expect(ferryd.exitCode, ferryd.log().slice(-4000)).toBe(0);
+  expect(readdirSync(deviceInfoDir), ferryd.log().slice(-4000)).toEqual([]);
 });
