@@ -7,7 +7,8 @@ import type { Method } from '@ferry/http';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { describe, expect, test } from 'vitest';
-import { useNode } from '../fixtures/node';
+import { useFerryd } from '../fixtures/ferryd';
+import { useNode, useNodeNetns } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { useTmpDir } from '../fixtures/tmp';
 
@@ -214,4 +215,32 @@ describe('ferryd over its unix socket', () => {
     await ferryd.start();
     expect(await ferryd.assignedAddresses()).toHaveLength(2);
   });
+});
+
+test('SIGTERM while a child of ferryd (an `ip`) runs: ferryd finishes its stop and exits 0, not killed by the signal raised again', async (t) => {
+  // A stand-in `ip` first on ferryd's PATH: once the mark exists, the next call says so and takes 3 s.
+  const bin = useTmpDir(t, 'slow-ip');
+  const mark = join(bin, 'slow');
+  const realIp = (await execa('sh', ['-c', 'command -v ip'])).stdout.trim();
+  writeFileSync(
+    join(bin, 'ip'),
+    `#!/bin/sh\nif [ -e '${mark}' ]; then touch '${mark}.seen'; sleep 3; fi\nexec '${realIp}' "$@"\n`,
+    { mode: 0o755 },
+  );
+  const node = await useNodeNetns(t);
+  const ferryd = await useFerryd(t, {
+    netns: node,
+    config: { reconcile: { intervalSec: 0.2 } },
+    env: { PATH: `${bin}:${process.env.PATH}` },
+  });
+  writeFileSync(mark, '');
+  const deadline = Date.now() + 15_000;
+  while (!existsSync(`${mark}.seen`)) {
+    if (Date.now() > deadline) throw new Error(`ferryd ran no ip within 15 s:\n${ferryd.log()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await ferryd.stop();
+  expect(ferryd.exitCode, ferryd.log().slice(-3000)).toBe(0);
+  // The stop's last step: the socket goes.
+  expect(existsSync(ferryd.socket)).toBe(false);
 });

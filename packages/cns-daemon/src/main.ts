@@ -29,9 +29,18 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
   let onSignal = (signal: NodeJS.Signals) => {
     signalled = signal;
   };
-  const handler = (signal: NodeJS.Signals) => onSignal(signal);
-  process.once('SIGTERM', handler);
-  process.once('SIGINT', handler);
+  // `on`, not `once`, and a repeat ignored (the grace period bounds the stop; SIGKILL is there for the
+  // impatient): with no listener of ours left, signal-exit (execa's child cleanup, subscribed while a
+  // child such as `ip` runs) takes itself for the last handler and raises the signal again, killing
+  // ferryd mid-shutdown with its device-info files and store left behind.
+  let handled = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (handled) return;
+    handled = true;
+    onSignal(signal);
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
   try {
     const flags = parseFlags(argv);
     const { config, file } = loadConfig(flags.config, env, flags.overrides);

@@ -29,8 +29,7 @@ export const nodeRunner: Runner = async (argv, input) => {
 export const nodeSpawner: Spawner = (argv, onLine): Child => {
   if (argv.length === 0) throw new Error('nodeSpawner: empty argv');
   const child = execa('setpriv', ['--pdeathsig', 'KILL', '--', ...argv], {
-    // No exit hook: execa's (signal-exit) would re-raise a SIGTERM once ferryd's own one-shot handler
-    // has run, killing ferryd mid-shutdown with its database open. pdeathsig ends the child instead.
+    // No exit hook (execa's signal-exit): pdeathsig ends the child, also when no code of ours runs.
     cleanup: false,
     stdin: 'ignore',
     buffer: { stdout: false, stderr: true },
