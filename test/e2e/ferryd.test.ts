@@ -11,6 +11,7 @@ import { useFerryd } from '../fixtures/ferryd';
 import { useNode, useNodeNetns } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { useTmpDir } from '../fixtures/tmp';
+import { waitFor } from '../fixtures/wait';
 
 const attach = (containerId: string, network = 'ferry') => ({
   network,
@@ -234,11 +235,7 @@ test('SIGTERM while a child of ferryd (an `ip`) runs: ferryd finishes its stop a
     env: { PATH: `${bin}:${process.env.PATH}` },
   });
   writeFileSync(mark, '');
-  const deadline = Date.now() + 15_000;
-  while (!existsSync(`${mark}.seen`)) {
-    if (Date.now() > deadline) throw new Error(`ferryd ran no ip within 15 s:\n${ferryd.log()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  await waitFor('ferryd running the slow ip', async () => existsSync(`${mark}.seen`), 15_000);
   await ferryd.stop();
   expect(ferryd.exitCode, ferryd.log().slice(-3000)).toBe(0);
   // The stop's last step: the socket goes.

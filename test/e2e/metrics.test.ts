@@ -7,8 +7,8 @@ import { DEFAULT_METRICS_PORT } from '@ferry/shared-types/config/ferryd';
 import { expect, test } from 'vitest';
 import { addPod, useCluster, waitSynced } from '../fixtures/cluster';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { fetchIn } from '../fixtures/http';
 import { useNetns } from '../fixtures/netns';
+import { fetchIn } from '../fixtures/netns-fetch';
 import { parseScrape } from '../fixtures/prometheus';
 import { runShim } from '../fixtures/shim';
 
