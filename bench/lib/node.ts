@@ -45,11 +45,14 @@ export async function runInsideNode(script: string, ferrydConfig: Record<string,
   try {
     sh(['nsenter', `--net=${netns}`, 'ip', 'link', 'set', 'lo', 'up']);
     sh(['nsenter', `--net=${netns}`, 'ip', 'addr', 'add', '192.0.2.1/32', 'dev', 'lo']);
-    const main = await startFerryd(BIN, dir, netns, '10.244.0.0/16', ferrydConfig, ferryds);
+    // Two ferryds on one node each adopt the other's pods (a marked host veth its database lacks is the
+    // node's word) in their reconcile passes: with a second build there, the one pass is the one at start.
+    const config = COMPARE_BIN ? { reconcile: { intervalSec: 3600 }, ...ferrydConfig } : ferrydConfig;
+    const main = await startFerryd(BIN, dir, netns, '10.244.0.0/16', config, ferryds);
     const compare = COMPARE_BIN
       ? {
           bin: COMPARE_BIN,
-          ...(await startFerryd(COMPARE_BIN, join(dir, 'compare'), netns, '10.246.0.0/16', ferrydConfig, ferryds)),
+          ...(await startFerryd(COMPARE_BIN, join(dir, 'compare'), netns, '10.246.0.0/16', config, ferryds)),
         }
       : undefined;
     const child = Bun.spawn({
