@@ -47,12 +47,8 @@ export default defineConfig({
           globalSetup: ['test/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
-          // Each file starts its own ferryd processes and namespaces. Three at a time on 2 cores: a file
-          // waiting on the network (the image build's downloads) or on a ferryd's timer leaves a core idle
-          // with two (87 % busy, 561 s; 99 %, 529 s with three). One module cache per worker, as in `unit`:
-          // the fixtures imported once per worker, not once per file (36 s of imports became 13 s).
-          maxWorkers: 3,
-          isolate: false,
+          // Each file starts its own ferryd processes and namespaces; two at a time fits 2-core machines.
+          maxWorkers: 2,
           sequence: { groupOrder: 1 },
         },
       },
