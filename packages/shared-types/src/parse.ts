@@ -1,5 +1,4 @@
 import type * as z from 'zod/mini';
-import { config as zodConfig } from 'zod/mini';
 import { CniError, type Code } from './errors';
 
 /**
@@ -40,6 +39,18 @@ export interface IssueLike {
 
 const GENERIC = 'Invalid input';
 
+type LocaleError = NonNullable<z.core.$ZodConfig['localeError']>;
+
+/**
+ * The locale zod would word an issue with, if one is loaded. Read from the global where zod keeps its
+ * config (zod/v4/core/core.js) rather than through `config()`: importing that puts zod's core utilities on
+ * the shim's start-up path, ~3 % of a VERSION exec, for a locale the shim never loads. parse.test.ts loads
+ * zod's English locale through `config()` and fails if the two part ways.
+ */
+function loadedLocaleError(): LocaleError | undefined {
+  return (globalThis as { __zod_globalConfig?: { localeError?: LocaleError } }).__zod_globalConfig?.localeError;
+}
+
 /**
  * zod's own wording rather than a schema's: "Invalid input" where no locale is loaded (zod/mini leaves it
  * out, building it would cost every shim start), its locale's message where one is (ferryd has zod's
@@ -49,10 +60,10 @@ function isZodsOwnMessage(issue: IssueLike): boolean {
   // The locale's "Invalid input: expected number, received string" names the input, which a reported
   // issue no longer carries: it cannot be worded again below to compare.
   if (!issue.message || issue.message === GENERIC || issue.message.startsWith(`${GENERIC}:`)) return true;
-  const localeError = zodConfig().localeError;
+  const localeError = loadedLocaleError();
   if (!localeError) return false;
   try {
-    const own = localeError(issue as Parameters<typeof localeError>[0]);
+    const own = localeError(issue as Parameters<LocaleError>[0]);
     return (typeof own === 'string' ? own : own?.message) === issue.message;
   } catch {
     return false;
