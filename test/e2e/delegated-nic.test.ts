@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { type TestDevice, useNodeWithDevices } from '../fixtures/device';
-import { type Ferryd, useFerryd } from '../fixtures/ferryd';
+import { FAST_PASSES, type Ferryd, useFerryd } from '../fixtures/ferryd';
 import { link, linkNames, useLinkMonitor } from '../fixtures/kernel';
 import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
@@ -25,7 +25,7 @@ interface Device {
   assignedTo?: { containerId: string; ifName: string };
 }
 
-const useDeviceNode = (t: Scope) => useNodeWithDevices(t, DEVICES, { reconcile: { intervalSec: 0.2 } });
+const useDeviceNode = (t: Scope) => useNodeWithDevices(t, DEVICES);
 const AN_HOUR = { reconcile: { intervalSec: 3600, staleGraceSec: 3600 } };
 
 /** What an app in the pod may do to a device it was given. */
@@ -178,7 +178,7 @@ describe('DelegatedNIC DEL finds its device', () => {
   });
 
   test('pod netns gone without DEL: the device the kernel hands back is renamed home and freed by the reconciler', async (t) => {
-    const { node, ferryd } = await useDeviceNode(t);
+    const { node, ferryd } = await useNodeWithDevices(t, DEVICES, FAST_PASSES);
     const pod = await useNetns(t, 'pod');
     const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: twoNics(ferryd) };
     expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);

@@ -25,7 +25,7 @@ import { runShim } from '../fixtures/shim';
 import { waitFor } from '../fixtures/wait';
 
 test('a queued DEL applied after a re-ADD of the same container and ifName leaves the new endpoint alone', async (t) => {
-  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });
+  const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
   const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, daemonTimeouts: { delWaitMs: 300 } });
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf };
@@ -55,7 +55,7 @@ test('a queued DEL applied after a re-ADD of the same container and ifName leave
 });
 
 test('hostile and broken queue files are set aside, never executed, never followed out of the folder', async (t) => {
-  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2 } });
+  const { node, ferryd } = await useNode(t);
   const pod = await useNetns(t, 'pod');
   const victim = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
   expect((await runShim(node, 'ADD', victim)).exitCode).toBe(0);
@@ -109,7 +109,6 @@ test("without ferryd Ferry's devices go home, one whose alias the pod overwrote 
   const { node, ferryd } = await useNodeWithDevices(
     t,
     macs.map((mac, k) => ({ name: `eth${5 + k}`, mac })),
-    { reconcile: { intervalSec: 0.2 } },
   );
   const pod = await useNetns(t, 'pod');
   // Another plugin's device in the same pod.

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import type { Ferryd } from '../fixtures/ferryd';
-import { useFerryd } from '../fixtures/ferryd';
+import { FAST_PASSES, useFerryd } from '../fixtures/ferryd';
 import { link } from '../fixtures/kernel';
 import { type KubeApi, useKubeApi } from '../fixtures/kube-api';
 import { type StandInKubelet, useStandInKubelet } from '../fixtures/kubelet-plugins';
@@ -99,7 +99,7 @@ async function useSriovServedNode(t: Scope, kubelet: StandInKubelet, { pods = fa
       delegatedDevices: VFS.map((v) => ({ mac: v.mac, group: v.group })),
       sysfsRoot: sriov.sysfs.root,
       devicePlugin: { kubeletDir: kubelet.dir, deviceInfoDir, preferSamePf: ['packed'] },
-      reconcile: { intervalSec: 0.2 },
+      ...FAST_PASSES,
       ...(api
         ? {
             cluster: {

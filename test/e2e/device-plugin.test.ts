@@ -33,8 +33,6 @@ const healthy =
 async function useServedNode(t: Scope, kubelet: StandInKubelet) {
   return useNodeWithDevices(t, DEVICES, {
     devicePlugin: { kubeletDir: kubelet.dir },
-    // The device lists follow the inventory's scans: one each pass.
-    reconcile: { intervalSec: 0.2 },
   });
 }
 

@@ -7,7 +7,7 @@ import type { Method } from '@ferry/http';
 import Database from 'better-sqlite3';
 import { execa } from 'execa';
 import { describe, expect, test } from 'vitest';
-import { useFerryd } from '../fixtures/ferryd';
+import { FAST_PASSES, useFerryd } from '../fixtures/ferryd';
 import { useNode, useNodeNetns } from '../fixtures/node';
 import { DIST_BIN } from '../fixtures/paths';
 import { useTmpDir } from '../fixtures/tmp';
@@ -231,7 +231,7 @@ test('SIGTERM while a child of ferryd (an `ip`) runs: ferryd finishes its stop a
   const node = await useNodeNetns(t);
   const ferryd = await useFerryd(t, {
     netns: node,
-    config: { reconcile: { intervalSec: 0.2 } },
+    config: FAST_PASSES,
     env: { PATH: `${bin}:${process.env.PATH}` },
   });
   writeFileSync(mark, '');

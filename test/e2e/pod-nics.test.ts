@@ -12,6 +12,7 @@ import { describe, expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
+import { FAST_PASSES } from '../fixtures/ferryd';
 import { addresses, link, linkNames, routes } from '../fixtures/kernel';
 import { type TestNetns, useNetns } from '../fixtures/netns';
 import { ferryEntries, podCniArgs, untilNetworkStatus } from '../fixtures/network-status';
@@ -38,7 +39,8 @@ const TENANCY = {
   ],
 };
 
-const useTenantNode = (t: Scope) => usePodNode(t, DEVICES, { tenancy: TENANCY });
+const useTenantNode = (t: Scope, config: Record<string, unknown> = {}) =>
+  usePodNode(t, DEVICES, { tenancy: TENANCY, ...config });
 const nicsOf = (nics: unknown) => ({ [POD_NICS_ANNOTATION]: JSON.stringify(nics) });
 
 interface Device {
@@ -348,7 +350,8 @@ describe('hostile annotations', () => {
 });
 
 test('the API server stopped mid-run and back: ADDs of cached pods get their NICs, DELs bring theirs home, a pod it never delivered fails with 11 within the bound, and network-status catches up', async (t) => {
-  const n = await useTenantNode(t);
+  // Writes missed while the API server was away are made at the writer's next resync.
+  const n = await useTenantNode(t, FAST_PASSES);
   const web1 = await putPod(n.api, 'team-a', 'web-1', nicsOf([{ group: 'frontend', ifName: 'fe0' }]));
   const web3 = await putPod(n.api, 'team-a', 'web-3', nicsOf([{ group: 'frontend', ifName: 'fe0' }]));
   const c = await addPod(t, n, web3);

@@ -16,7 +16,7 @@ import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { ferryctl } from '../fixtures/ferryctl';
 import type { Ferryd } from '../fixtures/ferryd';
-import { useFerryd } from '../fixtures/ferryd';
+import { FAST_PASSES, useFerryd } from '../fixtures/ferryd';
 import { linkNames } from '../fixtures/kernel';
 import { type KubeApi, nodeObject, podObject, useKubeApi } from '../fixtures/kube-api';
 import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
@@ -57,7 +57,7 @@ async function useNodeWithPods(t: Parameters<typeof useNodeNetns>[0]) {
           kubernetes: { kubeconfig: api.kubeconfig, pods: { lookupTimeoutMs: LOOKUP_TIMEOUT_MS, ...pods } },
         },
         // The writer compares every pod with the records this often (and at every pod event).
-        reconcile: { intervalSec: 0.2 },
+        ...FAST_PASSES,
       },
     });
     return ferryd;

@@ -13,7 +13,7 @@ import { SUPPORTED_VERSIONS, specHas } from '@ferry/shared-types/cni/versions';
 import { describe, expect, test } from 'vitest';
 import { newContainerId } from '../fixtures/conf';
 import { type Conflist, conflistAdd, conflistCheck, conflistDel } from '../fixtures/conflist';
-import { commitJournalOf, type Ferryd } from '../fixtures/ferryd';
+import { commitJournalOf, FAST_PASSES, type Ferryd } from '../fixtures/ferryd';
 import { addresses, link, linkNames, links } from '../fixtures/kernel';
 import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { ferryEntries, podCniArgs, untilNetworkStatus } from '../fixtures/network-status';
@@ -185,7 +185,7 @@ describe.for(SUPPORTED_VERSIONS)('a secondary network as a Multus delegate, cniV
 });
 
 test("network-status lists the secondary network's device with its address, MAC and PCI address; DEL takes it out", async (t) => {
-  const n = await useSriovNode(t);
+  const n = await useSriovNode(t, FAST_PASSES);
   const m = await useMultusPod(t, n, '1.0.0');
   const nad = nadOf(n.ferryd, '1.0.0');
   const add = await conflistAdd(n.node, nad, m.delegate('net1', VF1));
@@ -222,7 +222,7 @@ test("renamed in the pod with its alias overwritten, the device is found by ferr
 });
 
 test('ferryd SIGKILLed before the DELs of net1 and net2: each DEL takes only its own device home (by its marker, or, alias overwritten, by prevResult as frt<mac>), eth0 untouched; ferryd drains the queue and renames the travelled device home by MAC', async (t) => {
-  const n = await useSriovNode(t);
+  const n = await useSriovNode(t, FAST_PASSES);
   const m = await useMultusPod(t, n, '1.0.0');
   const nad = nadOf(n.ferryd, '1.0.0');
   const add1 = await conflistAdd(n.node, nad, m.delegate('net1', VF1));

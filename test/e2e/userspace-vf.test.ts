@@ -80,7 +80,6 @@ async function useUserspaceNode(t: Scope, kubelet?: StandInKubelet): Promise<Use
         staticAddresses: [],
       },
       ...(kubelet ? { devicePlugin: { kubeletDir: kubelet.dir, groups: ['dpdk'] } } : {}),
-      reconcile: { intervalSec: 0.2 },
     },
   });
   const r = await ferryd.request('POST', '/v1/operator/reconcile');
