@@ -100,8 +100,9 @@ async function untilWaiting<T>(
 }
 
 test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, no queued DEL, nothing left`, async (t) => {
-  // Addresses come back a second after each DEL: the churn must not run the pool dry.
-  const { node, ferryd } = await useNode(t, { logLevel: 'info', cooldownSec: 1, reconcile: { intervalSec: 1 } });
+  // Addresses come back at the first reconcile pass a second after each DEL (ferryd's default period, 10 s):
+  // the churn must not run the pool dry.
+  const { node, ferryd } = await useNode(t, { logLevel: 'info', cooldownSec: 1 });
   const conf = netConf(ferryd, { deleteQueue: ferryd.deleteQueue, logLevel: 'info' });
   const pods = await Promise.all(Array.from({ length: WORKERS }, () => useNetns(t, 'pod')));
   const runs: { cmd: string; r: ShimRun; atMs: number }[] = [];
