@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
 import { useNodeWithDevices } from '../fixtures/device';
+import { FAST_PASSES } from '../fixtures/ferryd';
 import { addMacvlan, linkNames, links } from '../fixtures/kernel';
 import { inNetns, removeNetns, useNetns } from '../fixtures/netns';
 import { useNode } from '../fixtures/node';
@@ -144,7 +145,7 @@ test("without ferryd Ferry's devices go home, one whose alias the pod overwrote 
 });
 
 test('an endpoint whose netns vanished without any DEL is released after the grace period', async (t) => {
-  const { node, ferryd } = await useNode(t, { reconcile: { intervalSec: 0.2, staleGraceSec: 1 } });
+  const { node, ferryd } = await useNode(t, { reconcile: { ...FAST_PASSES.reconcile, staleGraceSec: 1 } });
   const pod = await useNetns(t, 'pod');
   const call = { containerId: newContainerId(), ifName: 'eth0', netns: pod, conf: netConf(ferryd) };
   expect((await runShim(node, 'ADD', call)).exitCode).toBe(0);

@@ -7,7 +7,7 @@
  */
 import { expect, test } from 'vitest';
 import { netConf, newContainerId } from '../fixtures/conf';
-import { type Ferryd, useFerryd } from '../fixtures/ferryd';
+import { FAST_PASSES, type Ferryd, useFerryd } from '../fixtures/ferryd';
 import { link, linkNames } from '../fixtures/kernel';
 import { inNetns, type TestNetns, useNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
@@ -207,7 +207,7 @@ test('a device found by selectors that is off the node past reconcile.deviceGone
   const { node, sriov } = await useFunctions(t);
   const ferryd = await useSriovFerryd(t, node, sriov, {
     delegatedDevices: [{ pfNames: ['ens2f0'], group: 'mlx' }],
-    reconcile: { intervalSec: 0.2, deviceGoneGraceSec: 1 },
+    reconcile: { ...FAST_PASSES.reconcile, deviceGoneGraceSec: 1 },
   });
   expect((await devices(ferryd)).map((d) => d.id)).toEqual(M);
   await sriov.removeNetdev(M[1] as string, 'ens2f0v1');
