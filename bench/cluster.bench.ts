@@ -85,6 +85,7 @@ async function run(routing: 'host-gw' | 'vxlan'): Promise<string[][]> {
       peers: [],
       vxlan: { vni: 1, port: 8472, device: 'ferry.1' },
       resyncSec: 3600,
+      reclaimSec: 30,
       nodeAddresses: ['10.0.0.1'],
     };
     const peers = Array.from({ length: PEERS }, (_, i) => peer(i));

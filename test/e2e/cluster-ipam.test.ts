@@ -63,12 +63,13 @@ const TENANCY = {
 /**
  * The cluster, its API stand-in and the nodes; peers come from the API's Node objects (no podCIDRs). With
  * `secondary`, every node also has the storage network and its devices; with `statics`, the frontend
- * devices, TENANCY and a pod watch, for pods asking static addresses.
+ * devices, TENANCY and a pod watch, for pods asking static addresses; `reclaimSec`, the reclaimer's period
+ * (ferryd's default: 30 s), for a test that waits on its passes.
  */
 async function useIpamCluster(
   t: Scope,
   routing: 'host-gw' | 'vxlan',
-  opts: { secondary?: boolean; statics?: boolean } = {},
+  opts: { secondary?: boolean; statics?: boolean; reclaimSec?: number } = {},
 ): Promise<{ api: KubeApi; nodes: ClusterNode[] }> {
   const delegated = [
     ...(opts.secondary ? STORAGE_DEVICES.map((d) => ({ mac: d.mac, group: 'storage' })) : []),
@@ -80,6 +81,7 @@ async function useIpamCluster(
     topology: routing === 'vxlan' ? 'l3' : 'l2',
     kube: { podCIDRs: false, pods: opts.statics ?? false },
     networks: opts.secondary ? () => [...blockNetworks()(), STORAGE] : blockNetworks(),
+    ...(opts.reclaimSec ? { cluster: { reclaimSec: opts.reclaimSec } } : {}),
     ferryd: {
       ...(delegated.length > 0 ? { delegatedDevices: delegated } : {}),
       ...(opts.statics ? { tenancy: TENANCY } : {}),
@@ -500,7 +502,8 @@ test('three nodes claiming the last free block at once: exactly one gets it, the
 });
 
 test('a deleted node’s blocks are reclaimed only after its pods are gone; routes to them go with the Node', async (t) => {
-  const { api, nodes } = await useIpamCluster(t, 'host-gw');
+  // The reclaimer is not woken by a pod's deletion: its next pass, a second later here, sees the node empty.
+  const { api, nodes } = await useIpamCluster(t, 'host-gw', { reclaimSec: 1 });
   const [n1, , n3] = nodes as [ClusterNode, ClusterNode, ClusterNode];
   await addPod(t, n3);
   const ofN3 = await eventually(
@@ -530,7 +533,7 @@ test('a deleted node’s blocks are reclaimed only after its pods are gone; rout
     () => inNetns(n1.node, 'ip', '-j', '-4', 'route', 'show', 'proto', '117'),
     (text) => n3Blocks.every((c) => !text.includes(`"${c}"`)),
   );
-  // The reclaimer (whichever ferryd leads) keeps them while the pod exists: a few passes later, still there.
+  // The reclaimer (whichever ferryd leads) keeps them while the pod exists: three passes later, still there.
   await new Promise((r) => setTimeout(r, 3000));
   expect((await blocksInApi(api)).filter((b) => b.startsWith('node-3 '))).toHaveLength(n3Blocks.length);
   await api.deletePod('default', 'app-1-x');

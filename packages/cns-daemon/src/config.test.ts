@@ -260,6 +260,7 @@ test('the cluster section: defaults, NODE_NAME wins over the file, a node may fi
     clusterCIDRs: [],
     vxlan: { vni: 1, port: 8472, device: 'ferry.1' },
     resyncSec: 60,
+    reclaimSec: 30,
   });
 });
 

@@ -10,7 +10,7 @@ import { Ip, Iproute2, LinkMonitor, SELF } from '@ferry/net';
 import { nodeRunner, nodeSpawner } from '@ferry/net/node-runner';
 import type { Violation } from '@ferry/shared-types/api/operator';
 import { defaultCommitJournalOf } from '@ferry/shared-types/config/defaults';
-import type { FerrydConfig } from '@ferry/shared-types/config/ferryd';
+import { DEFAULT_RECLAIM_SEC, type FerrydConfig } from '@ferry/shared-types/config/ferryd';
 import type { Logger } from 'pino';
 import type { AppDeps } from './app';
 import { Attachments } from './attachments/attachments';
@@ -223,6 +223,7 @@ function blockServicesOf(
     ...(kubernetes?.kubeconfig ? { kubeconfig: kubernetes.kubeconfig } : {}),
     // The config check requires a node name and `kubernetes` with blocks.
     nodeName: config.cluster?.nodeName ?? '',
+    reclaimMs: (config.cluster?.reclaimSec ?? DEFAULT_RECLAIM_SEC) * 1000,
     db,
     ipam,
     pools: stores.pools,

@@ -15,8 +15,6 @@ import { NodeFactsCache, NodeReads } from '../kube/node-facts';
 import type { ObjectCache } from '../kube/object-cache';
 import { type PassReport, Reclaimer, type ReclaimerPorts } from './reclaimer';
 
-/** A full look at the cluster this often while leading; changes bring the next one sooner. */
-const DEFAULT_INTERVAL_MS = 30_000;
 /** Changes in bursts (a node's blocks marked together) are looked at together: passes at most this often. */
 const DEFAULT_MIN_GAP_MS = 2_000;
 const READ_TIMEOUT_MS = 10_000;
@@ -35,7 +33,8 @@ export interface ReclaimerServiceOptions {
   leaseDurationSec?: number;
   renewDeadlineMs?: number;
   retryPeriodMs?: number;
-  intervalMs?: number;
+  /** A full look at the cluster this often while leading (`cluster.reclaimSec`); changes bring the next one sooner. */
+  intervalMs: number;
   minGapMs?: number;
   notReadyGraceSec?: number;
   backoff?: BackoffOptions;
@@ -148,7 +147,7 @@ export class ReclaimerService {
         }
         await pause(this.#opts.minGapMs ?? DEFAULT_MIN_GAP_MS, signal);
         if (!dirty) {
-          await pause(this.#opts.intervalMs ?? DEFAULT_INTERVAL_MS, signal, (resolve) => {
+          await pause(this.#opts.intervalMs, signal, (resolve) => {
             wake = resolve;
           });
         }

@@ -24,6 +24,8 @@ const RouteConfigSchema = z.strictObject({
 export const DEFAULT_BLOCK_PREFIX = { 4: 26, 6: 122 } as const;
 /** How long an empty block is kept before it goes back to the range, by default. */
 export const DEFAULT_BLOCK_RELEASE_AFTER_SEC = 300;
+/** How often the IPAM reclaimer looks over the cluster, by default. */
+export const DEFAULT_RECLAIM_SEC = 30;
 /** The most blocks of one pool a node holds, by default (Calico's maxBlocksPerHost). */
 export const DEFAULT_MAX_BLOCKS = 20;
 
@@ -322,6 +324,10 @@ export const ClusterConfigSchema = z.strictObject({
   resyncSec: doc(
     z._default(z.number().check(z.minimum(1), z.maximum(86_400)), 60),
     'How often ferryd re-reads its routes and entries from the kernel and repairs what differs.',
+  ),
+  reclaimSec: doc(
+    z._default(z.number().check(z.minimum(1), z.maximum(3600)), DEFAULT_RECLAIM_SEC),
+    "Cluster IPAM: how often the ferryd that leads the reclaimer looks over the whole cluster for the blocks and static-address claims of nodes that are gone. A change to an IPBlock or IPClaim brings the next look sooner; a deleted node's last pod going does not (its blocks go back at the next look).",
   ),
 });
 export type ClusterConfig = z.infer<typeof ClusterConfigSchema>;

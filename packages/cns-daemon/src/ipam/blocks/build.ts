@@ -29,6 +29,8 @@ const CLAIM_RELEASE_EVERY_MS = 2000;
 export interface BlockServicesOptions {
   kubeconfig?: string;
   nodeName: string;
+  /** How often the reclaimer, while this ferryd leads it, looks over the cluster (`cluster.reclaimSec`). */
+  reclaimMs: number;
   db: Db;
   ipam: Ipam;
   pools: PoolStore;
@@ -128,6 +130,7 @@ export function buildBlockServices(opts: BlockServicesOptions): BlockServices {
       ),
     ),
     blocks: cache,
+    intervalMs: opts.reclaimMs,
     log,
   });
   const routed = new Set(
