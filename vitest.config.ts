@@ -29,6 +29,8 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, ...MOCKING],
           isolate: false,
           testTimeout: 20_000,
+          // Vitest's default on two cores is one worker, which left a core idle: 24 s -> 18 s with two.
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },
@@ -37,6 +39,7 @@ export default defineConfig({
           name: 'unit-isolated',
           include: MOCKING,
           testTimeout: 20_000,
+          maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },
       },

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test: typecheck, lint, the unit suite and the end-to-end suite (real namespaces, the built
 # binaries, a real ferryd), and beside them the set-up and demo once more from a fresh clone with an empty
-# HOME (its own namespaces and paths; mostly waiting on the registry, so it overlaps the suite rather than
-# adding to it). Does all set-up first. Needs root.
+# HOME (its own namespaces and paths; its install waits on the registry and compiles at the lowest
+# priority, so it overlaps the suite rather than adding to it). Does all set-up first. Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh --no-build
