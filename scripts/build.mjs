@@ -67,7 +67,10 @@ function nodeBundle(entry, name, { launcher = true, splitting = false } = {}) {
     `${name}.mjs`,
     '--asset-naming',
     '[name].[ext]',
-    '--minify-syntax',
+    // Minified whole, names kept (fastify and avvio name plugins by their functions; stack traces are
+    // mapped back through the source map): a ferryd start parses a 1.2 MB entry, not 2.3 MB.
+    '--minify',
+    '--keep-names',
     '--sourcemap=linked',
   ]);
   dropSourcesContent();
