@@ -51,7 +51,10 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Each file starts its own ferryd processes and namespaces; two at a time fits 2-core machines.
+          // One module cache per worker, as in `unit`: the fixtures are imported once per worker, not once
+          // per file.
           maxWorkers: 2,
+          isolate: false,
           sequence: { groupOrder: 1 },
         },
       },
