@@ -58,6 +58,18 @@ test('a module generated before its schema changed is stale: the comparison foll
   expect(await staleFilesOf(now)).toEqual([]);
 });
 
+test('an edit never changes the value it puts in: a later edit of the run may land inside it', () => {
+  // fast-check hands every run the same VALUES objects; one edited in place stays edited for every run
+  // after it (here the second edit would make the shared array hold itself).
+  const shared = [{}];
+  const edits = [
+    { at: 1, edit: { kind: 'set', value: shared } },
+    { at: 2, edit: { kind: 'set', value: shared } },
+  ] as const;
+  expect(applyEdits({ a: 1 }, edits)).toEqual({ a: [[{}]] });
+  expect(shared).toEqual([{}]);
+});
+
 describe.each(TARGETS)('$out', (target) => {
   test('the generated module is what the current schemas generate (pnpm build rewrites it)', async () => {
     expect(await staleFilesOf(target), 'stale generated checks: run pnpm build').toEqual([]);

@@ -168,15 +168,18 @@ const DELETE = Symbol('delete');
 
 function applyEdit(value: unknown, edit: Edit): unknown {
   switch (edit.kind) {
+    // A copy: fast-check hands every run the same VALUES object, and a later edit of the same run may land
+    // inside what this one put in; edited in place, the constant would change for every run after it (one
+    // seed in a thousand made an array hold itself, and every check after it failed).
     case 'set':
-      return edit.value;
+      return structuredClone(edit.value);
     case 'delete':
       return DELETE;
     case 'add':
       if (!isObject(value)) return value;
       // An own property even for "__proto__", as JSON.parse makes it.
       return Object.defineProperty({ ...value }, edit.key, {
-        value: edit.value,
+        value: structuredClone(edit.value),
         enumerable: true,
         writable: true,
         configurable: true,
