@@ -3,7 +3,7 @@
  * what a ferryd socket can do besides answering plainly: a real ferryd whose answers come chunked and in
  * pieces (through a proxy), listeners that hang up before a whole answer or never answer, and a listener
  * whose accept backlog is full. The messages are this client's: the Node build (FERRY_SHIM=node) also
- * answers 11 everywhere, worded as undici says it ("other side closed", EAGAIN at once for the full backlog).
+ * answers 11 everywhere, worded as its node:http client says it (EAGAIN at once for the full backlog).
  */
 import { spawn } from 'node:child_process';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';

@@ -4,7 +4,7 @@
  * decodes them.
  */
 import { type HttpResponse, type Method, UnreachableError } from '@ferry/http';
-import { requestOverUndici } from '@ferry/http/undici';
+import { requestOverNode } from '@ferry/http/node';
 import { errorOfAnswer } from '@ferry/shared-types/api/error';
 import { CniError, Code } from '@ferry/shared-types/errors';
 import { parseAs, parseJsonOrUndefined } from '@ferry/shared-types/parse';
@@ -36,7 +36,7 @@ export class FerrydClient {
     const { url, socket = '', token, timeoutMs } = this.#target;
     let res: HttpResponse;
     try {
-      res = await requestOverUndici({
+      res = await requestOverNode({
         ...(url ? { origin: url } : { socket }),
         method,
         path,

@@ -1,6 +1,6 @@
 /**
  * What every Ferry HTTP client promises, whichever runtime it runs on: the Bun binary's libc client
- * (client-libc.ts) and the Node one (client-undici.ts). Pure: no I/O, nothing built at load, so the shim
+ * (client-libc.ts) and the Node one (client-node.ts). Pure: no I/O, nothing built at load, so the shim
  * pays nothing for importing it.
  */
 

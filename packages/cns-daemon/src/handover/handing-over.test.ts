@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import type { Method } from '@ferry/http';
-import { requestOverUndici } from '@ferry/http/undici';
+import { requestOverNode } from '@ferry/http/node';
 import type { HandOverRequest } from '@ferry/shared-types/api/handover';
 import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
 import Fastify from 'fastify';
@@ -16,7 +16,7 @@ import { tempDir } from '../testing/harness';
 import { HANDOVER_PATH, HandingOver } from './handing-over';
 
 async function call(socketPath: string, method: Method, path: string, body?: unknown) {
-  const res = await requestOverUndici({
+  const res = await requestOverNode({
     socket: socketPath,
     method,
     path,

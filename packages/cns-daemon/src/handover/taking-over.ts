@@ -6,6 +6,7 @@
  * proxies what it held meanwhile. A ferryd holding the lock but not listening yet (itself starting) is
  * asked again until `waitMs`; one that refuses (it cannot be replaced by this version) stops start-up.
  */
+import { requestOverNode } from '@ferry/http/node';
 import { errorOfAnswer } from '@ferry/shared-types/api/error';
 import { type HandOverAnswer, HandOverAnswerSchema } from '@ferry/shared-types/api/handover';
 import { FERRY_API_VERSION } from '@ferry/shared-types/api/version';
@@ -74,10 +75,7 @@ class HandOverRefused extends Error {}
 
 async function askToHandOver(socketPath: string): Promise<HandOverAnswer> {
   const body = JSON.stringify({ pid: process.pid, apiVersion: FERRY_API_VERSION, schemaVersion: SCHEMA_VERSION });
-  // Imported here, not at the top: the HTTP client is most of ferryd's bundle by size, and only a ferryd
-  // taking over from another one needs it (loading it cost every start about 70 ms of CPU).
-  const { requestOverUndici } = await import('@ferry/http/undici');
-  const res = await requestOverUndici({
+  const res = await requestOverNode({
     socket: socketPath,
     method: 'POST',
     path: HANDOVER_PATH,

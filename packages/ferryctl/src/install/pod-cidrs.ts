@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { type HttpResponse, UnreachableError } from '@ferry/http';
-import { requestOverUndici } from '@ferry/http/undici';
+import { requestOverNode } from '@ferry/http/node';
 import { CniError, Code, onFile } from '@ferry/shared-types/errors';
 import { parseAs } from '@ferry/shared-types/parse';
 import * as z from 'zod/mini';
@@ -47,7 +47,7 @@ export async function podCidrsOf(node: string, api: ApiAccess): Promise<{ v4?: s
       : undefined;
   let res: HttpResponse;
   try {
-    res = await requestOverUndici({
+    res = await requestOverNode({
       origin: api.server,
       ...(ca ? { ca } : {}),
       method: 'GET',

@@ -1,11 +1,12 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, onTestFinished, test } from 'vitest';
-import { type NodeRequestOptions, requestOverUndici } from './client-undici';
+import { type NodeRequestOptions, requestOverNode } from './client-node';
 import { UnreachableError } from './request';
 
 function useDir(): string {
@@ -20,7 +21,7 @@ async function listen(server: Server, at: string | { host: string; port: number;
 }
 
 const ask = (to: { socket: string } | { origin: string }, deadlineMs = 2000, connectMs = 1000) =>
-  requestOverUndici({ ...to, method: 'GET', path: '/readyz', connectMs, deadlineMs } as NodeRequestOptions)
+  requestOverNode({ ...to, method: 'GET', path: '/readyz', connectMs, deadlineMs } as NodeRequestOptions)
     .answer()
     .catch((e: unknown) => e);
 
@@ -61,13 +62,40 @@ test('the deadline covers the body: headers in time, the rest never', async () =
   expect(await ask({ socket }, 300)).toMatchObject({ reason: 'timeout', message: 'no answer within 300 ms' });
 });
 
+test('a listener that hangs up after reading the request: unreachable, saying so', async () => {
+  const socket = join(useDir(), 'ferryd.sock');
+  await listen(
+    createServer((sock) => sock.once('data', () => sock.end())),
+    socket,
+  );
+  expect(await ask({ socket })).toMatchObject({
+    reason: 'other',
+    message: 'bad answer: the connection closed before the whole answer',
+  });
+});
+
+test('an answer that is not HTTP: unreachable, naming the parse error', async () => {
+  const socket = join(useDir(), 'ferryd.sock');
+  await listen(
+    createServer((sock) => sock.once('data', () => sock.end('SSH-2.0-OpenSSH_9.2\r\n'))),
+    socket,
+  );
+  expect(await ask({ socket })).toMatchObject({
+    reason: 'other',
+    message: expect.stringMatching(/^bad answer: Parse Error/),
+  });
+});
+
 test('a listener that hangs up before a whole answer: unreachable, saying so', async () => {
   const socket = join(useDir(), 'ferryd.sock');
   await listen(
     createServer((sock) => sock.once('data', () => sock.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"ab'))),
     socket,
   );
-  expect(await ask({ socket })).toMatchObject({ reason: 'other', message: 'other side closed' });
+  expect(await ask({ socket })).toMatchObject({
+    reason: 'other',
+    message: 'bad answer: the connection closed before the whole answer',
+  });
 });
 
 /**
@@ -127,7 +155,7 @@ test('sent when made, answered when asked: the server has the request before any
     res.writeHead(201, { 'content-type': 'application/json', 'ferry-api': '1' }).end('{"ok":true}');
   });
   await listen(server, socket);
-  const sent = requestOverUndici({
+  const sent = requestOverNode({
     socket,
     method: 'POST',
     path: '/v1/gc?network=ferry',
@@ -152,4 +180,62 @@ test('an http origin instead of a socket', async () => {
   await listen(server, { host: '127.0.0.1', port: 0 });
   const { port } = server.address() as AddressInfo;
   expect(await ask({ origin: `http://127.0.0.1:${port}` })).toMatchObject({ status: 200, body: 'pong' });
+});
+
+test('a repeated header field: its values joined with commas, as the libc client gives them', async () => {
+  const socket = join(useDir(), 'ferryd.sock');
+  await listen(
+    createHttpServer((_req, res) =>
+      res
+        .writeHead(200, [
+          ['Warning', 'a'],
+          ['warning', 'b'],
+        ])
+        .end(),
+    ),
+    socket,
+  );
+  const answer = (await ask({ socket })) as { headers: Map<string, string> };
+  expect(answer.headers.get('warning')).toBe('a,b');
+});
+
+test('an https origin, trusting the CA it is given and no other', async () => {
+  const dir = useDir();
+  const [key, cert] = [join(dir, 'tls.key'), join(dir, 'tls.crt')];
+  execFileSync(
+    'openssl',
+    [
+      ...['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'],
+      ...[
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=kubernetes',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+    ],
+    { stdio: 'ignore' },
+  );
+  const server = createHttpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (_req, res) =>
+    res.end('pong'),
+  );
+  await listen(server, { host: '127.0.0.1', port: 0 });
+  const origin = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const ca = readFileSync(cert, 'utf8');
+  const trusted = await requestOverNode({
+    origin,
+    ca,
+    method: 'GET',
+    path: '/',
+    connectMs: 1000,
+    deadlineMs: 2000,
+  }).answer();
+  expect(trusted).toMatchObject({ status: 200, body: 'pong' });
+  // Without the CA, Node's own roots do not vouch for it: a failed call with its code.
+  expect(await ask({ origin })).toMatchObject({ reason: 'other', message: 'DEPTH_ZERO_SELF_SIGNED_CERT' });
 });
