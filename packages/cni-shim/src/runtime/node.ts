@@ -1,6 +1,6 @@
 /**
  * The runtime for Node (tests that run the sources, and the Node build used to exercise this seam):
- * execa for processes, node:http for requests (@ferry/http, the client ferryctl and the tests use too).
+ * node:child_process for processes, node:http for requests (@ferry/http, the client ferryctl and the tests use too).
  */
 import { createHash } from 'node:crypto';
 import { requestOverNode } from '@ferry/http/node';
