@@ -34,3 +34,8 @@ test('kill() ends a spawned child with SIGTERM', async () => {
   child.kill();
   expect(await child.exited).toMatchObject({ exitCode: null, signal: 'SIGTERM' });
 });
+
+test('a run without input gives the child no stdin pipe, so nothing is written that can fail', async () => {
+  // /dev/null: reading it ends at once.
+  expect(await nodeRunner(['sh', '-c', 'cat; echo done'])).toEqual({ exitCode: 0, stdout: 'done\n', stderr: '' });
+});

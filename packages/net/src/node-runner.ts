@@ -14,7 +14,8 @@ export const nodeRunner: Runner = (argv, input) =>
   new Promise((resolve) => {
     const [file, ...args] = argv;
     if (!file) throw new Error('nodeRunner: empty argv');
-    const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    // No input, no pipe: a child that never reads one (most) would leave a write to fail with EPIPE.
+    const child = spawn(file, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => stdout.push(c));
@@ -36,8 +37,8 @@ export const nodeRunner: Runner = (argv, input) =>
     child.once('error', (e) => finish(127, `${file}: ${e.message}`));
     child.once('close', (code) => finish(code ?? 1));
     // A child that exits without reading its input closes the pipe: not a failure of the run.
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(input ?? '');
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
   });
 
 /**
