@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
 import { type Child, RUN_TIMEOUT_MS, type Runner, type Spawner, timedOut } from './run';
 
 // node:child_process, not execa: ferryd uses none of execa's conveniences (no shell, no streaming
@@ -15,7 +16,12 @@ export const nodeRunner: Runner = (argv, input) =>
     const [file, ...args] = argv;
     if (!file) throw new Error('nodeRunner: empty argv');
     // No input, no pipe: a child that never reads one (most) would leave a write to fail with EPIPE.
-    const child = spawn(file, args, { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const stdin = input === undefined ? 'ignore' : 'pipe';
+    const child = spawn(file, args, { stdio: [stdin, 'pipe', 'pipe'] }) as ChildProcessByStdio<
+      Writable | null,
+      Readable,
+      Readable
+    >;
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (c: Buffer) => stdout.push(c));
