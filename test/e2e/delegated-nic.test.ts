@@ -12,6 +12,7 @@ import { inNetns, removeNetns, type TestNetns, useNetns } from '../fixtures/netn
 import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
+import { logged } from '../fixtures/wait';
 
 const DEVICES: TestDevice[] = [
   { name: 'eth1', mac: '02:fe:00:00:00:01' },
@@ -189,7 +190,7 @@ describe('DelegatedNIC DEL finds its device', () => {
     const backUnderPodNames = async () => (await linkNames(node)).some((n) => n === 'net1' || n === 'net2');
     while (Date.now() < deadline && (await backUnderPodNames())) await new Promise((r) => setTimeout(r, 100));
     await expectHome(node, ferryd);
-    expect(ferryd.log()).toContain('back on the node without a DEL');
+    await logged(ferryd, 'back on the node without a DEL');
     // The runtime's late DEL (netns gone) still succeeds and releases the rest.
     const del = await runShim(node, 'DEL', { ...call, netns: '' });
     expect(del.exitCode, del.stdout).toBe(0);

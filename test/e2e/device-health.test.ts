@@ -16,7 +16,7 @@ import { inNetns, plugVeth, type TestNetns } from '../fixtures/netns';
 import { useNodeNetns } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { useSriovNode } from '../fixtures/sysfs';
-import { waitFor } from '../fixtures/wait';
+import { logged, waitFor } from '../fixtures/wait';
 
 const RESOURCE = 'ferry.dev/frontend';
 const DEVICES: TestDevice[] = [
@@ -185,7 +185,7 @@ test('the link monitor killed is started again and still turns health within a s
   process.kill(first, 'SIGKILL');
   const second = await monitorOf(node, ferryd, first);
   expect(second).not.toBe(first);
-  expect(ferryd.log()).toContain('link monitor exited');
+  await logged(ferryd, 'link monitor exited');
   await latencyMs(kubelet, `${D1} removed: Unhealthy`, healthy(D2), () => delLink(node, 'eth1'));
 });
 

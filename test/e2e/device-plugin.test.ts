@@ -17,7 +17,7 @@ import { podCniArgs } from '../fixtures/network-status';
 import { putPod, usePodNode } from '../fixtures/pod-node';
 import type { Scope } from '../fixtures/scope';
 import { runShim } from '../fixtures/shim';
-import { waitFor } from '../fixtures/wait';
+import { logged, waitFor } from '../fixtures/wait';
 
 const RESOURCE = 'ferry.dev/frontend';
 const DEVICES: TestDevice[] = [
@@ -125,7 +125,7 @@ test('registration, ListAndWatch following the node, GetPreferredAllocation (dev
   });
   expect(c.candidates.app?.[RESOURCE]).toEqual([D1]);
   expect(c.devices.app?.[RESOURCE]).toEqual([D1]);
-  expect(ferryd.log()).toContain('registering again');
+  await logged(ferryd, 'registering again');
 });
 
 /** The pod's eth0 ADD as the kubelet's runtime runs it (K8S_POD_* in CNI_ARGS). */

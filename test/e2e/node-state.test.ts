@@ -20,6 +20,7 @@ import { NODE_IPV4 } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 import { useTmpDir } from '../fixtures/tmp';
+import { logged } from '../fixtures/wait';
 
 const DEVICE: TestDevice = { name: 'eth1', mac: '02:fe:00:00:00:21' };
 const DEVICE2: TestDevice = { name: 'eth2', mac: '02:fe:00:00:00:22' };
@@ -230,7 +231,7 @@ test('a reboot (every netns gone, a new boot id) releases everything at once; a 
     [0, 0],
   ]);
   expect(await endpoints(ferryd)).toEqual([]);
-  expect(ferryd.log()).toContain('new boot: endpoints whose netns is gone released');
+  await logged(ferryd, 'new boot: endpoints whose netns is gone released');
   expect((await ferryd.request('GET', '/metrics')).body).toMatch(/^ferry_reboot_releases_total 4$/m);
   // The new boot's pods start at once.
   await addPod();

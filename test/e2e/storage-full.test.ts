@@ -17,7 +17,7 @@ import { useNode } from '../fixtures/node';
 import type { Scope } from '../fixtures/scope';
 import { runShim, type ShimCall } from '../fixtures/shim';
 import { useTmpfs } from '../fixtures/tmpfs';
-import { waitFor } from '../fixtures/wait';
+import { logged, waitFor } from '../fixtures/wait';
 
 const CODE_TRY_AGAIN_LATER = 11;
 
@@ -124,7 +124,7 @@ test('database disk full: ADD is 11 naming it and leaves nothing, a live DEL is 
   await waitFor('the queued DEL applied', async () => pendingEntries(ferryd.deleteQueue).length === 0);
   expect((await ferryd.request('GET', `/v1/endpoints/${live.containerId}`)).status).toBe(404);
   expect(await ferryd.assignedAddresses()).toEqual([]);
-  expect(ferryd.log()).toContain('storage writable again');
+  await logged(ferryd, 'storage writable again');
 
   const retried = await runShim(node, 'ADD', fresh);
   expect(retried.exitCode, retried.stdout).toBe(0);
