@@ -14,7 +14,10 @@ const multus = { name: 'kube-system/macvlan', interface: 'net5', ips: ['192.168.
 const infra = interfaceRecord({ containerId: 'c1', ifName: 'eth0' });
 
 /** A writer over a fake API, its cache fed from the fake (as the watch would), and records the test sets. */
-function setUp(t: TestContext, opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?: number } = {}) {
+function setUp(
+  t: TestContext,
+  opts: { backoff?: { initialMs: number; maxMs: number }; resyncMs?: number; now?: () => number } = {},
+) {
   const api = new FakePodApi();
   const cache = new PodCache({ api, lookupTimeoutMs: 500, log });
   let records: InterfaceRecord[] = [];
@@ -25,6 +28,7 @@ function setUp(t: TestContext, opts: { backoff?: { initialMs: number; maxMs: num
     log,
     resyncMs: opts.resyncMs ?? 60_000,
     backoff: opts.backoff ?? { initialMs: 10, maxMs: 40 },
+    ...(opts.now ? { now: opts.now } : {}),
   });
   t.onTestFinished(() => writer.stop());
   const deliver = () => {
@@ -108,6 +112,14 @@ describe('NetworkStatusWriter', () => {
     await s.writer.idle();
     expect(s.writer.counts).toMatchObject({ written: 1, failed: 3 });
     expect(s.status()?.map((e) => e.interface)).toEqual(['eth0']);
+    expect(s.writer.pending()).toEqual({ pods: 0, oldestSec: 0 });
+  });
+
+  test('pending: an empty queue is 0 s old however the clock moves between readings', (t) => {
+    let ms = 1_000;
+    // A clock that ticks on every reading, as Date.now() may between two statements.
+    const s = setUp(t, { now: () => ms++ });
+    expect(s.writer.pending()).toEqual({ pods: 0, oldestSec: 0 });
     expect(s.writer.pending()).toEqual({ pods: 0, oldestSec: 0 });
   });
 

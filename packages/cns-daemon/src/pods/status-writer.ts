@@ -136,9 +136,11 @@ export class NetworkStatusWriter {
 
   /** Pods waiting to be written, and how long the oldest has waited. */
   pending(): { pods: number; oldestSec: number } {
-    let oldest = this.#now();
+    // One reading of the clock: two could straddle a tick and report an empty queue as 1 ms old.
+    const now = this.#now();
+    let oldest = now;
     for (const p of this.#pending.values()) oldest = Math.min(oldest, p.since);
-    return { pods: this.#pending.size, oldestSec: (this.#now() - oldest) / 1000 };
+    return { pods: this.#pending.size, oldestSec: (now - oldest) / 1000 };
   }
 
   /** Resolves once nothing is waiting or in flight (tests). */
