@@ -115,6 +115,11 @@ test(`${ROLLOUTS} rollouts under continuous ADD/DEL churn: no failure, no wait, 
     }
   };
   const workers = Array.from({ length: WORKERS }, (_, i) => churn(i));
+  // A failure below must not leave the churn running into the clean-up of its node, netns and files.
+  t.onTestFinished(async () => {
+    churning = false;
+    await Promise.allSettled(workers);
+  });
   // Churn first, so the first hand-over already meets requests in flight.
   await new Promise((r) => setTimeout(r, 500));
 
