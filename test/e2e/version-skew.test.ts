@@ -146,7 +146,11 @@ test("a rollout to a real ferryd of the next API version (2): it takes over and 
   expect((await runShim(node, 'ADD', again)).exitCode).toBe(0);
   // A rollback to this checkout's ferryd (API 1) beside ferryd 2: refused, it exits; ferryd 2 serves on.
   const older = launchBeside(t, ferryd, node);
-  expect(await older.exited).not.toBe(0);
+  // Bounded: a rollback wrongly taken over keeps running, and the test says so instead of timing out.
+  const running = new Promise<'still running'>((r) => setTimeout(() => r('still running'), 30_000).unref());
+  const exit = await Promise.race([older.exited, running]);
+  expect(exit, `the rollback ferryd (API 1) after 30 s:\n${older.log().slice(-1500)}`).not.toBe('still running');
+  expect(exit).not.toBe(0);
   expect(older.log()).toContain('ferry-cni speaks API 2, ferryd API 1: ferryd is older than ferry-cni');
   expect((await ferryd.request('GET', '/readyz')).headers['ferry-api']).toBe('2');
   expect((await runShim(node, 'DEL', again)).exitCode).toBe(0);
