@@ -14,8 +14,9 @@ mkdir -m 0700 "$work/home"
 echo "fresh install: set-up and demo in a clone with an empty HOME ($work)"
 fresh() { env -i PATH="$PATH" HOME="$work/home" LANG=C.UTF-8 bash -c 'cd "$1" && shift && "$@"' _ "$work/repo" "$@"; }
 # The install first, at the lowest priority: most of it is compiling SQLite (a minute of CPU), which then
-# takes what the test suite beside it leaves idle instead of slowing it. The demo, at normal priority
-# (its ferryd has 10 s to be ready), runs the set-up again, which finds the install done and builds.
+# takes what the work beside it (scripts/test.sh: the checkout's own install, then the suite) leaves idle
+# instead of slowing it. The demo, at normal priority (its ferryd has 10 s to be ready), runs the set-up
+# again, which finds the install done and builds.
 if ! { fresh nice -n 19 ./scripts/setup.sh --no-build && fresh ./scripts/demo.sh; } >"$work/out.log" 2>&1; then
   echo "fresh install FAILED; the last lines:" >&2
   tail -n 40 "$work/out.log" >&2

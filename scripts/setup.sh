@@ -3,6 +3,7 @@
 # demo use, pnpm at the version package.json pins, the dependencies, and the build (dist/bin).
 # Idempotent: on a machine that has everything it only re-installs and rebuilds. Needs root (apt).
 # --no-build: stop after the install (scripts/test.sh builds as part of `pnpm test`).
+# --system: stop after the system packages and pnpm (scripts/test.sh starts its fresh-clone check there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,7 @@ if [ "$(pnpm --version 2>/dev/null || true)" != "$pnpm_version" ]; then
   echo "setup: installing pnpm@$pnpm_version"
   npm install -g --silent "pnpm@$pnpm_version"
 fi
+[ "${1:-}" = --system ] && exit 0
 
 # better-sqlite3 compiles its addon with node-gyp, which would download Node's headers (only the package
 # registries are reachable here). pnpm 12 ignores `nodedir` in ~/.npmrc but node-gyp reads it from the
